@@ -1,0 +1,208 @@
+"""The Python API behind the CLI: run, verify, report, export, inspect.
+
+``run`` is the only function that writes to the database, and it writes only
+``<release>_*`` tables, in one transaction, after the independent verifier has passed:
+
+1. check the job's method parameters (nothing touched yet);
+2. load and check the inputs, build hierarchies (scratch TEMP tables only);
+3. the method computes its release into staged scratch tables;
+4. the method's verifier checks the staged tables — a violation raises
+   :class:`VerificationError` and nothing is published;
+5. one transaction drops the previous release of the same name and creates the new tables
+   (rows in a seeded random order) plus ``<release>_meta``;
+6. scratch tables are dropped, whatever happened.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import duckdb
+
+from . import __version__
+from .backend.duckdb import DuckDBBackend
+from .errors import AnonDuckError, InputError, VerificationError
+from .inputs import Inputs, prepare
+from .job import Job
+from .methods import get_method
+from .methods.base import Progress
+from .scratch import PREFIX
+from .sqlrender import render
+from .verify import CheckResult
+
+
+@dataclass
+class RunResult:
+    release: str
+    tables: list[str]
+    checks: list[CheckResult]
+    facts: dict[str, Any]
+    seconds: float
+    stages: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+
+def _quiet(phase: str, done: int, total: int) -> None:
+    return None
+
+
+def backend_for(con: duckdb.DuckDBPyConnection, job: Job) -> DuckDBBackend:
+    return DuckDBBackend(con, memory_limit=job.settings.memory_limit, threads=job.settings.threads)
+
+
+def run(con: duckdb.DuckDBPyConnection, job: Job, *, progress: Progress | None = None) -> RunResult:
+    """Anonymize, verify, publish. Raises and leaves the database as it was on any error."""
+    t0 = time.perf_counter()
+    method = get_method(job.method)
+    params = method.check_params(job)
+    backend = backend_for(con, job)
+    try:
+        inputs = prepare(backend, job)
+        staged = method.anonymize(backend, job, inputs, params, progress or _quiet)
+        checks = method.verify(backend, job, {t.suffix: t.staged for t in staged.tables}, params)
+        failed = [c for c in checks if not c.passed]
+        if failed:
+            raise VerificationError(
+                f"the independent verifier rejected the release of method {job.method!r}: "
+                + "; ".join(f"{c.name}: {c.n_violations} violation(s)" for c in failed)
+                + " — this is a bug in the anonymizer; nothing was published",
+                [v for c in failed for v in c.violations])
+        tables = _publish(backend, job, staged.tables, checks, staged.facts)
+    finally:
+        _drop_scratch(backend)
+    return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace)
+
+
+def verify(con: duckdb.DuckDBPyConnection, job: Job) -> list[CheckResult]:
+    """Re-check a published release with the method's independent verifier."""
+    method = get_method(job.method)
+    params = method.check_params(job)
+    backend = backend_for(con, job)
+    return method.verify(backend, job, release_tables(backend, job), params)
+
+
+def report(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
+    """Utility and risk measures of a published release."""
+    method = get_method(job.method)
+    params = method.check_params(job)
+    backend = backend_for(con, job)
+    tables = release_tables(backend, job)
+    try:
+        inputs = prepare(backend, job)
+        out = method.report(backend, job, inputs, tables, params)
+    finally:
+        _drop_scratch(backend)
+    return {"release": job.release.name, "method": job.method, **out}
+
+
+def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Path]:
+    """Write only the release tables: a folder of Parquet or CSV files (``PATH`` ending in
+    ``/``, ``.parquet`` or ``.csv`` picks the format; default Parquet) or a new DuckDB file
+    (``.duckdb``/``.db``). Never source tables, ids or dropped columns: only tables the
+    release's metadata lists, which the publisher built from the staged release."""
+    backend = backend_for(con, job)
+    tables = release_tables(backend, job)
+    names = [f"{job.release.name}_{s}" for s in tables] + [f"{job.release.name}_meta"]
+    to = Path(to)
+    written: list[Path] = []
+    if to.suffix in (".duckdb", ".db"):
+        if to.exists():
+            raise InputError(f"export: {to} exists; anon_duck does not overwrite a database file")
+        alias = "anon_duck_export"
+        backend.run("export: attach", render("release/attach.sql.j2", alias=alias), {"path": str(to)})
+        try:
+            for name in names:
+                backend.run(f"export {name}", render("release/export_duckdb.sql.j2", alias=alias, source=(name,),
+                                                     name=name))
+        finally:
+            backend.run("export: detach", render("release/detach.sql.j2", alias=alias))
+        return [to]
+    fmt = "csv" if to.suffix == ".csv" else "parquet"
+    folder = to.with_suffix("") if to.suffix in (".csv", ".parquet") else to
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        path = folder / f"{name}.{fmt}"
+        backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt),
+                    {"path": str(path)})
+        written.append(path)
+    return written
+
+
+def inspect(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
+    """Profile the input: rows, distinct values per QI, the current k (smallest class on the
+    raw QIs), codes/events counts. Hierarchy coverage problems are reported as errors by
+    :func:`prepare`, with the column, the count and the first values."""
+    backend = backend_for(con, job)
+    try:
+        inputs = prepare(backend, job)
+        return _profile(backend, job, inputs)
+    finally:
+        _drop_scratch(backend)
+
+
+def _profile(backend: DuckDBBackend, job: Job, inputs: Inputs) -> dict[str, Any]:
+    qis = [q.column for q in job.dataset.qis]
+    row = backend.rows("inspect: profile", render("inputs/inspect.sql.j2", relation=inputs.person, qis=qis))[0]
+    out: dict[str, Any] = {"rows": inputs.n_rows,
+                           "distinct": dict(zip(qis, row[:len(qis)])),
+                           "classes": row[len(qis)], "current_k": row[len(qis) + 1]}
+    if inputs.codes:
+        n_pairs, n_codes, n_persons, max_len = backend.rows(
+            "inspect: codes", render("inputs/inspect_codes.sql.j2", relation=inputs.codes))[0]
+        out["codes"] = {"pairs": n_pairs, "distinct_codes": n_codes, "persons_with_codes": n_persons,
+                        "mean_per_person": round(n_pairs / n_persons, 3) if n_persons else 0, "max_per_person": max_len}
+    if inputs.events:
+        n_events, n_persons, n_codes, n_ages = backend.rows(
+            "inspect: events", render("inputs/inspect_events.sql.j2", relation=inputs.events))[0]
+        out["events"] = {"events": n_events, "persons": n_persons, "distinct_codes": n_codes, "distinct_ages": n_ages}
+    return out
+
+
+def release_tables(backend: DuckDBBackend, job: Job) -> dict[str, tuple[str, ...]]:
+    """suffix → qualified name of each published table, from ``<release>_meta``."""
+    meta = f"{job.release.name}_meta"
+    if not backend.scalar("release: exists", render("release/exists.sql.j2"), {"name": meta}):
+        raise InputError(f"release {job.release.name!r} is not in this database (no table {meta!r}); "
+                         "run the job first")
+    names = [r[0] for r in backend.rows("release: tables", render("release/meta_tables.sql.j2", meta=(meta,)))]
+    prefix = job.release.name + "_"
+    return {n[len(prefix):]: ("main", n) for n in names}
+
+
+def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckResult],
+             facts: Mapping[str, Any]) -> list[str]:
+    name = job.release.name
+    meta = ("main", f"{name}_meta")
+    published = [f"{name}_{t.suffix}" for t in tables]
+    meta_rows = [("method", job.method), ("seed", str(job.release.seed)), ("anon_duck_version", __version__),
+                 ("params", json.dumps(dict(job.params), sort_keys=True, default=str)),
+                 ("verified", json.dumps({c.name: c.passed for c in checks}, sort_keys=True)),
+                 ("facts", json.dumps(dict(facts), sort_keys=True, default=str))] + \
+                [("table", t) for t in published]
+    with backend.transaction():
+        exists = backend.scalar("publish: previous", render("release/exists.sql.j2"), {"name": meta[1]})
+        if exists:
+            for old in backend.rows("publish: previous tables", render("release/meta_tables.sql.j2", meta=meta)):
+                backend.run(f"publish: drop {old[0]}", render("release/drop_table.sql.j2", target=("main", old[0])))
+        for t in tables:
+            backend.run(f"publish {name}_{t.suffix}",
+                        render("release/publish_table.sql.j2", target=("main", f"{name}_{t.suffix}"),
+                               staged=t.staged, shuffle=t.shuffle, order_by=list(t.order_by)),
+                        {"seed": str(job.release.seed)} if t.shuffle else None)
+        backend.write_table(meta, {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
+    return published
+
+
+def _drop_scratch(backend: DuckDBBackend) -> None:
+    """Drop every scratch table of this connection (a TEMP table also dies with it)."""
+    try:
+        for (t,) in backend.rows("cleanup: scratch", render("release/scratch_tables.sql.j2"), {"prefix": PREFIX}):
+            backend.run("cleanup", render("release/drop_table.sql.j2", target=("temp", "main", t)))
+    except AnonDuckError:
+        pass  # the connection is unusable (e.g. interrupted); its TEMP tables go with it

@@ -1,0 +1,30 @@
+"""The narrow interface every method uses (PipelineDP-style): run a statement, fetch
+aggregates as numpy columns, write a table from numpy columns, and one transaction.
+A backend holds no algorithm logic and no SQL text of its own."""
+from __future__ import annotations
+
+from typing import Any, ContextManager, Mapping, Protocol, Sequence
+
+import numpy as np
+
+
+class Backend(Protocol):
+    dialect: str
+
+    def run(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        """Execute one statement; ``stage`` names the step for traces and errors."""
+
+    def fetch(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+        """Execute a query and return its columns as numpy arrays."""
+
+    def rows(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+        """Execute a query and return its (few) rows as tuples."""
+
+    def scalar(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """Execute a query that returns one value."""
+
+    def write_table(self, name: Sequence[str] | str, columns: Mapping[str, np.ndarray | list]) -> None:
+        """Create (or replace) a table from numpy columns in one bulk insert."""
+
+    def transaction(self) -> ContextManager[None]:
+        """All-or-nothing scope for publishing a release."""

@@ -1,0 +1,93 @@
+"""DuckDB backend: the only module that touches a ``duckdb`` connection directly."""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from typing import Any, Iterator, Mapping, Sequence
+
+import duckdb
+import numpy as np
+
+from ..errors import AnonDuckError
+from ..sqlrender import render
+
+_register_ids = itertools.count()
+
+
+class DuckDBBackend:
+    """Wraps a connection passed in by the caller (library code never uses
+    ``duckdb.sql``'s global connection). ``trace`` collects (stage, seconds) pairs so
+    ``report`` can say where the time went."""
+
+    dialect = "duckdb"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, memory_limit: str | None = None,
+                 threads: int | None = None) -> None:
+        self.con = con
+        self.trace: list[tuple[str, float]] = []
+        if memory_limit:
+            con.execute(f"SET memory_limit = {_quote_setting(memory_limit)}")
+        if threads:
+            con.execute(f"SET threads = {int(threads)}")
+
+    @classmethod
+    def connect(cls, path: str = ":memory:", **settings: Any) -> "DuckDBBackend":
+        return cls(duckdb.connect(path), **settings)
+
+    # -- statements --------------------------------------------------------------------
+    def _execute(self, stage: str, sql: str, params: Mapping[str, Any] | None):
+        t0 = time.perf_counter()
+        try:
+            cur = self.con.execute(sql, dict(params) if params else None)
+        except duckdb.Error as err:
+            raise AnonDuckError(f"{stage}: {err}") from err
+        self.trace.append((stage, time.perf_counter() - t0))
+        return cur
+
+    def run(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        self._execute(stage, sql, params)
+
+    def fetch(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+        cur = self._execute(stage, sql, params)
+        return {k: np.asarray(v) for k, v in cur.fetchnumpy().items()}
+
+    def rows(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+        return self._execute(stage, sql, params).fetchall()
+
+    def scalar(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        row = self._execute(stage, sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def write_table(self, name: Sequence[str] | str, columns: Mapping[str, np.ndarray | list]) -> None:
+        """Bulk-create a table from numpy columns: register a zero-copy view, CTAS, unregister.
+        numpy strings arrive as ENUM, so they are cast back to VARCHAR."""
+        arrays = {k: np.asarray(v) for k, v in columns.items()}
+        source = f"_anon_duck_reg_{next(_register_ids)}"
+        casts = [(k, "VARCHAR" if a.dtype.kind in "UOS" else None) for k, a in arrays.items()]
+        self.con.register(source, arrays)
+        try:
+            target = (name,) if isinstance(name, str) else tuple(name)
+            self.run(f"write {'.'.join(target)}",
+                     render("util/create_table_from_registered.sql.j2", target=target, source=source, columns=casts))
+        finally:
+            self.con.unregister(source)
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        return _transaction(self.con)
+
+
+@contextlib.contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.begin()
+    try:
+        yield
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+
+
+def _quote_setting(value: str) -> str:
+    from ..sqlrender import lit
+    return lit(str(value))

@@ -1,0 +1,136 @@
+"""``anon-duck``: argparse → API → print. No logic lives here."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import duckdb
+
+from . import __version__, api
+from .errors import AnonDuckError, VerificationError
+from .job import load_job
+from .progress import TerminalProgress
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except VerificationError as err:
+        print(f"anon-duck: {err}", file=sys.stderr)
+        _print_violations(err.violations)
+        return 1
+    except AnonDuckError as err:
+        print(f"anon-duck: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("anon-duck: interrupted; nothing was published", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="anon-duck", description="Anonymize health records inside DuckDB.")
+    p.add_argument("--version", action="version", version=f"anon-duck {__version__}")
+    sub = p.add_subparsers(required=True, metavar="COMMAND")
+
+    def job_cmd(name: str, help_: str, func) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help_, description=help_)
+        c.add_argument("job", type=Path, help="job file (TOML)")
+        c.add_argument("--db", default=":memory:", help="DuckDB database file (default: in-memory)")
+        c.set_defaults(func=func)
+        return c
+
+    job_cmd("run", "anonymize, verify and publish the release into the database", _run)
+    job_cmd("verify", "re-check a published release with the independent verifier (exit 1 on violations)", _verify)
+    r = job_cmd("report", "print utility and risk measures of a published release", _report)
+    r.add_argument("--json", action="store_true", help="print JSON")
+    e = job_cmd("export", "write only the release tables (Parquet/CSV folder or a new .duckdb file)", _export)
+    e.add_argument("--to", required=True, type=Path, help="folder, folder.csv, folder.parquet or file.duckdb")
+    i = job_cmd("inspect", "profile the input: rows, distinct values per QI, current k, codes", _inspect)
+    i.add_argument("--json", action="store_true", help="print JSON")
+    d = sub.add_parser("demo", help="run every method on bundled data and print a summary")
+    d.add_argument("--quick", action="store_true", help="smaller samples")
+    d.set_defaults(func=_demo)
+    return p
+
+
+def _connect(args: argparse.Namespace) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(args.db))
+
+
+def _run(args: argparse.Namespace) -> int:
+    job = load_job(args.job)
+    with _connect(args) as con:
+        result = api.run(con, job, progress=TerminalProgress.if_tty())
+    print(f"release {result.release}: {', '.join(result.tables)} "
+          f"(verified: {'yes' if result.verified else 'NO'}, {result.seconds:.2f} s)")
+    for key, value in result.facts.items():
+        print(f"  {key}: {value}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    job = load_job(args.job)
+    with _connect(args) as con:
+        checks = api.verify(con, job)
+    for c in checks:
+        print(f"{c.name}: {'pass' if c.passed else f'FAIL ({c.n_violations} violations)'}")
+        if not c.passed:
+            _print_violations(c.violations)
+    return 0 if all(c.passed for c in checks) else 1
+
+
+def _report(args: argparse.Namespace) -> int:
+    job = load_job(args.job)
+    with _connect(args) as con:
+        out = api.report(con, job)
+    print(json.dumps(out, indent=2, default=str) if args.json else _flat(out))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    job = load_job(args.job)
+    with _connect(args) as con:
+        for path in api.export(con, job, args.to):
+            print(path)
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    job = load_job(args.job)
+    with _connect(args) as con:
+        out = api.inspect(con, job)
+    print(json.dumps(out, indent=2, default=str) if args.json else _flat(out))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+    return run_demo(quick=args.quick)
+
+
+def _print_violations(violations: list[dict], limit: int = 20) -> None:
+    for v in violations[:limit]:
+        print("  " + ", ".join(f"{k}={val}" for k, val in v.items()), file=sys.stderr)
+    if len(violations) > limit:
+        print(f"  ... and {len(violations) - limit} more", file=sys.stderr)
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> str:
+    lines = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            lines.append(_flat(v, f"{prefix}{k}."))
+        elif isinstance(v, list) and len(v) > 8:
+            lines.append(f"{prefix}{k}: [{len(v)} items]")
+        else:
+            lines.append(f"{prefix}{k}: {v}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

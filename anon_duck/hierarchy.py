@@ -1,0 +1,229 @@
+"""Generalization hierarchies as DuckDB tables.
+
+Every hierarchy a job names is turned into one edge list and then into three scratch tables
+shared by all methods:
+
+* ``hier_node(hierarchy, node, parent, depth, is_leaf, n_leaves, lo, hi, label)``
+* ``hier_closure(hierarchy, node, ancestor, distance)`` (reflexive)
+* ``hier_level(hierarchy, leaf, level, node)`` (full-domain levels, capped at the root)
+
+Sources: ARX-style CSV (one line per leaf, one column per level, leaf first), edge lists
+(CSV ``node,parent[,label]`` or a table with those columns), integer interval builders
+(fixed width, or dyadic: the width doubles per level), and the built-in ICD-9-CM and
+ICD-10-CM trees shipped in ``anon_duck/data`` (see LICENSES.md there).
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .backend.base import Backend
+from .errors import InputError, JobError
+from .job import HierarchySpec
+from .scratch import scratch
+from .sqlrender import render
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+BUILTIN_FILES = {"icd9cm": "icd9cm.csv.gz", "icd10cm": "icd10cm.csv.gz"}
+BUILTIN_ROOTS = {"icd9cm": "ICD9CM", "icd10cm": "ICD10CM"}
+# Tree levels of the built-in files, root first. ``leaf_level`` cuts the tree below a level.
+ICD_LEVELS = ("root", "chapter", "section", "category", "subcategory", "subclassification")
+
+EDGES, NODES, CLOSURE, LEVELS = scratch("hier_edge"), scratch("hier_node"), scratch("hier_closure"), scratch("hier_level")
+
+
+@dataclass(frozen=True)
+class Edge:
+    node: str
+    parent: str | None
+    label: str | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+
+@dataclass(frozen=True)
+class HierarchyTables:
+    """The qualified names of the scratch tables, handed to templates."""
+
+    node: tuple[str, str, str] = NODES
+    closure: tuple[str, str, str] = CLOSURE
+    level: tuple[str, str, str] = LEVELS
+
+
+def arx_edges(path: Path, delimiter: str = ";") -> list[Edge]:
+    """ARX hierarchy CSV: ``leaf;level1;...;*`` per line. A value equal to the one before it
+    (ARX repeats a value that is not generalized at that level) adds no edge."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [r for r in csv.reader(f, delimiter=delimiter) if r and any(c.strip() for c in r)]
+    except OSError as err:
+        raise JobError(f"cannot read hierarchy file {str(path)!r}: {err.strerror}") from err
+    if not rows:
+        raise JobError(f"hierarchy file {str(path)!r} is empty")
+    width = len(rows[0])
+    parent_of: dict[str, str | None] = {}
+    for line_no, row in enumerate(rows, 1):
+        if len(row) != width:
+            raise JobError(f"{path}: line {line_no} has {len(row)} levels, the first line has {width}")
+        chain = [row[0]] + [v for prev, v in zip(row, row[1:]) if v != prev]
+        for child, par in zip(chain, chain[1:] + [None]):
+            known = parent_of.setdefault(child, par)
+            if known != par:
+                raise JobError(f"{path}: line {line_no}: {child!r} has two parents ({known!r} and {par!r}); "
+                               "a hierarchy must be a tree")
+    return [Edge(n, p) for n, p in parent_of.items()]
+
+
+def edge_list_edges(path: Path, delimiter: str = ",") -> list[Edge]:
+    """CSV with a header naming ``node`` and ``parent`` (and optionally ``label``)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f, delimiter=delimiter)
+            missing = {"node", "parent"} - set(reader.fieldnames or [])
+            if missing:
+                raise JobError(f"{path}: an edge list needs columns node,parent (missing {', '.join(sorted(missing))})")
+            return [Edge(r["node"], r["parent"] or None, r.get("label") or None) for r in reader]
+    except OSError as err:
+        raise JobError(f"cannot read hierarchy file {str(path)!r}: {err.strerror}") from err
+
+
+def interval_edges(values: Sequence[float], *, width: float, levels: int | None, dyadic: bool,
+                   lo: float | None = None, hi: float | None = None, name: str = "") -> list[Edge]:
+    """Integer intervals over every integer in ``[lo, hi]`` (default: the observed min and
+    max), so leaf counts measure the domain, not the sample.
+
+    Level 1 holds closed intervals ``[a-b]`` of ``width`` values aligned at ``lo``; with
+    ``dyadic`` each further level doubles the width (2, 4, 8, ... as in Fig. 3 of seed 004,
+    or ARX's 5, 10, 20 for age) until one interval covers the domain, and that interval is
+    the root. Without ``dyadic`` there is one interval level under a ``*`` root. ``levels``
+    caps the number of interval levels (then ``*`` is the root). The last interval of a
+    level is cut at ``hi``; an interval equal to its parent is not repeated."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        raise InputError(f"hierarchy {name!r}: the column has no values to build intervals from")
+    if not np.all(arr == np.round(arr)) or width != int(width) or width < 1:
+        raise JobError(f"hierarchy.{name}: interval hierarchies need integer values and a whole width >= 1")
+    base = int(lo if lo is not None else arr.min())
+    top = int(hi if hi is not None else arr.max())
+    if arr.min() < base or arr.max() > top:
+        raise InputError(f"hierarchy {name!r}: values {arr.min():g}..{arr.max():g} fall outside "
+                         f"lo..hi = {base}..{top}")
+    if top - base > 1_000_000:
+        raise JobError(f"hierarchy.{name}: the domain {base}..{top} is too wide for an interval hierarchy")
+
+    def label(a: int, b: int) -> str:
+        return f"[{a}-{b}]"
+
+    edges: dict[str, Edge] = {str(v): Edge(str(v), None, str(v), v, v) for v in range(base, top + 1)}
+    current = {str(v): (v, v) for v in range(base, top + 1)}
+    w, level = int(width), 0
+    while len(current) > 1 and (levels is None or level < levels):
+        level += 1
+        nxt: dict[str, tuple[int, int]] = {}
+        for node, (a, _) in current.items():
+            pa = base + ((a - base) // w) * w
+            pb = min(pa + w - 1, top)
+            parent = label(pa, pb)
+            nxt[parent] = (pa, pb)
+            if parent == node:
+                continue
+            e = edges[node]
+            edges[node] = Edge(node, parent, e.label, e.lo, e.hi)
+            edges.setdefault(parent, Edge(parent, None, parent, pa, pb))
+        current = nxt
+        if not dyadic:
+            break
+        w *= 2
+    if len(current) > 1:
+        edges["*"] = Edge("*", None, "*", base, top)
+        for node in current:
+            e = edges[node]
+            edges[node] = Edge(node, "*", e.label, e.lo, e.hi)
+    return list(edges.values())
+
+
+def build(backend: Backend, specs: Iterable[HierarchySpec], *, values_for: dict[str, tuple] | None = None,
+          base_dir: Path = Path(".")) -> HierarchyTables:
+    """Build the scratch hierarchy tables for ``specs``.
+
+    ``values_for`` maps an interval hierarchy's name to ``(relation, column)`` whose distinct
+    values become its leaves.
+    """
+    values_for = values_for or {}
+    backend.write_table(EDGES, {"hierarchy": np.array([], dtype=str), "node": np.array([], dtype=str),
+                                "parent": np.array([], dtype=str), "label": np.array([], dtype=str),
+                                "lo": np.array([], dtype=float), "hi": np.array([], dtype=float)})
+    for spec in specs:
+        if spec.type == "builtin":
+            _load_builtin(backend, spec)
+            continue
+        if spec.type == "arx":
+            edges = arx_edges(spec.path, spec.delimiter) if spec.path else _edges_from_table(backend, spec)
+        elif spec.type == "edges":
+            edges = edge_list_edges(spec.path, "," if spec.delimiter == ";" else spec.delimiter) \
+                if spec.path else _edges_from_table(backend, spec)
+        else:  # interval
+            if spec.name not in values_for:
+                raise JobError(f"hierarchy.{spec.name}: an interval hierarchy must be used by a numeric column")
+            relation, column = values_for[spec.name]
+            rows = backend.rows(f"hierarchy {spec.name}: values",
+                                render("hierarchy/distinct_values.sql.j2", relation=relation, column=column))
+            try:
+                vals = [float(r[0]) for r in rows]
+            except ValueError as err:
+                raise InputError(f"column {column!r} uses interval hierarchy {spec.name!r} but holds "
+                                 f"a non-numeric value ({err})") from err
+            edges = interval_edges(vals, width=spec.width or 1, levels=spec.levels, dyadic=spec.dyadic,
+                                   lo=spec.lo, hi=spec.hi, name=spec.name)
+        _append_edges(backend, spec.name, edges)
+    problems = backend.rows("hierarchy: shape", render("hierarchy/shape_errors.sql.j2", edges=EDGES))
+    if problems:
+        h, node, problem = problems[0]
+        raise JobError(f"hierarchy.{h}: node {node!r} {problem}; a hierarchy must be a single tree")
+    backend.run("hierarchy: closure and nodes",
+                render("hierarchy/build.sql.j2", edges=EDGES, node_table=NODES, closure_table=CLOSURE))
+    backend.run("hierarchy: levels", render("hierarchy/levels.sql.j2", node_table=NODES, closure_table=CLOSURE,
+                                            level_table=LEVELS))
+    return HierarchyTables()
+
+
+def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:
+    tmp = scratch("hier_edge_part")
+    backend.write_table(tmp, {
+        "hierarchy": np.array([name] * len(edges), dtype=object),
+        "node": np.array([e.node for e in edges], dtype=object),
+        "parent": np.array([e.parent for e in edges], dtype=object),
+        "label": np.array([e.label for e in edges], dtype=object),
+        "lo": np.array([np.nan if e.lo is None else e.lo for e in edges], dtype=float),
+        "hi": np.array([np.nan if e.hi is None else e.hi for e in edges], dtype=float),
+    })
+    backend.run(f"hierarchy {name}: append", render("hierarchy/append_edges.sql.j2", target=EDGES, source=tmp))
+
+
+def _edges_from_table(backend: Backend, spec: HierarchySpec) -> list[Edge]:
+    rows = backend.rows(f"hierarchy {spec.name}: edges table",
+                        render("hierarchy/edges_from_table.sql.j2", relation=spec.table))
+    return [Edge(str(n), None if p is None else str(p), None if lab is None else str(lab)) for n, p, lab in rows]
+
+
+def _load_builtin(backend: Backend, spec: HierarchySpec) -> None:
+    assert spec.builtin is not None
+    path = DATA_DIR / BUILTIN_FILES[spec.builtin]
+    cut = spec.leaf_level or ICD_LEVELS[-1]
+    if cut not in ICD_LEVELS[1:]:
+        raise JobError(f"hierarchy.{spec.name}.leaf_level = {cut!r}: one of {', '.join(ICD_LEVELS[1:])}")
+    keep = ICD_LEVELS[: ICD_LEVELS.index(cut) + 1]
+    backend.run(f"hierarchy {spec.name}: built-in {spec.builtin}",
+                render("hierarchy/load_builtin.sql.j2", target=EDGES, hierarchy=spec.name, levels=list(keep)),
+                {"path": str(path)})
+
+
+def read_builtin_rows(name: str) -> list[dict[str, str]]:
+    """The built-in tree as dicts, for tools that want it outside SQL (e.g. data generators)."""
+    with gzip.open(DATA_DIR / BUILTIN_FILES[name], "rt", encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))

@@ -1,0 +1,363 @@
+"""Job files (TOML) → frozen dataclasses.
+
+A job describes a dataset by roles once (person table, id, direct identifiers to drop,
+quasi-identifiers with their hierarchies, a set-valued code attribute, longitudinal events,
+sensitive and class attributes), then names a method with its parameters and the release.
+Every check here raises :class:`JobError` naming the key and the value at fault; checks that
+need the data (does the column exist? NULLs?) live in :mod:`anon_duck.inputs`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import JobError
+
+QI_KINDS = ("numeric", "categorical", "date")
+HIERARCHY_TYPES = ("arx", "edges", "interval", "builtin")
+BUILTIN_HIERARCHIES = ("icd9cm", "icd10cm")
+# A release name becomes a prefix of table names; it is quoted anyway, but a plain name keeps
+# exported file names and views readable.
+_RELEASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a relation comes from: a table already in the database or a CSV/Parquet file."""
+
+    table: str | None = None
+    path: Path | None = None
+
+    def describe(self) -> str:
+        return f"table {self.table!r}" if self.table else f"file {str(self.path)!r}"
+
+
+@dataclass(frozen=True)
+class QI:
+    column: str
+    kind: str
+    hierarchy: str | None = None
+    weight: float | None = None
+
+
+@dataclass(frozen=True)
+class Codes:
+    """Set-valued attribute: a long table ``(id, code)`` or a LIST column of the person table."""
+
+    source: Source | None
+    id: str | None
+    code: str
+    hierarchy: str | None
+    is_list_column: bool = False
+
+
+@dataclass(frozen=True)
+class Events:
+    """Longitudinal events ``(id, position, code, age)``; ``position`` may be omitted."""
+
+    source: Source
+    id: str
+    code: str
+    age: str
+    position: str | None = None
+    code_hierarchy: str | None = None
+    age_hierarchy: str | None = None
+
+
+@dataclass(frozen=True)
+class HierarchySpec:
+    name: str
+    type: str
+    path: Path | None = None
+    table: str | None = None
+    builtin: str | None = None
+    # interval builder
+    width: float | None = None
+    levels: int | None = None
+    dyadic: bool = False
+    lo: float | None = None
+    hi: float | None = None
+    # builtin ICD trees: which levels to keep (e.g. 3-digit → section → chapter)
+    leaf_level: str | None = None
+    delimiter: str = ";"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    source: Source
+    id: str | None
+    drop: tuple[str, ...] = ()
+    qis: tuple[QI, ...] = ()
+    codes: Codes | None = None
+    events: Events | None = None
+    sensitive: str | None = None
+    class_: str | None = None
+    keep: tuple[str, ...] = ()
+
+    def qi(self, column: str) -> QI:
+        for q in self.qis:
+            if q.column == column:
+                return q
+        raise JobError(f"input.qi: no quasi-identifier named {column!r}")
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    memory_limit: str | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    dataset: Dataset
+    hierarchies: Mapping[str, HierarchySpec]
+    method: str
+    params: Mapping[str, Any]
+    release: Release
+    settings: Settings = field(default_factory=Settings)
+    base_dir: Path = Path(".")
+
+    def with_params(self, **params: Any) -> "Job":
+        """A copy with some method parameters replaced (used by sweeps and tests)."""
+        return dataclasses.replace(self, params={**self.params, **params})
+
+    def with_release(self, name: str) -> "Job":
+        return dataclasses.replace(self, release=dataclasses.replace(self.release, name=name))
+
+
+# --------------------------------------------------------------------------------------
+# parsing
+# --------------------------------------------------------------------------------------
+def load_job(path: str | Path) -> Job:
+    """Read and check a job file; relative paths inside it are relative to the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise JobError(f"cannot read job file {str(path)!r}: {err.strerror}") from err
+    return parse_job(text, base_dir=path.parent, origin=str(path))
+
+
+def parse_job(text: str, *, base_dir: Path | str = ".", origin: str = "<job>") -> Job:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise JobError(f"{origin}: malformed TOML: {err}") from err
+    return job_from_dict(doc, base_dir=Path(base_dir))
+
+
+def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
+    _only(doc, "", {"input", "hierarchy", "method", "release", "settings"})
+    _required(doc, "", ("input", "method", "release"))
+    hierarchies = _hierarchies(_table(doc.get("hierarchy", {}), "hierarchy"), base_dir)
+    dataset = _dataset(_table(doc["input"], "input"), base_dir)
+    for ref_key, name in _hierarchy_refs(dataset):
+        if name not in hierarchies:
+            known = ", ".join(sorted(hierarchies)) or "none"
+            raise JobError(f"{ref_key} = {name!r}: no [hierarchy.{name}] in the job (defined: {known})")
+    method = _table(doc["method"], "method")
+    _required(method, "method", ("name",))
+    name = _str(method["name"], "method.name")
+    params = {k: v for k, v in method.items() if k != "name"}
+    release = _release(_table(doc["release"], "release"))
+    settings = _settings(_table(doc.get("settings", {}), "settings"))
+    return Job(dataset, hierarchies, name, params, release, settings, base_dir)
+
+
+def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
+    _only(t, "input", {"table", "path", "id", "drop", "qi", "codes", "events", "sensitive", "class", "keep"})
+    source = _source(t, "input", base)
+    qis = tuple(_qi(q, f"input.qi[{i}]") for i, q in enumerate(_list(t.get("qi", []), "input.qi")))
+    seen: set[str] = set()
+    for i, q in enumerate(qis):
+        if q.column in seen:
+            raise JobError(f"input.qi[{i}].column = {q.column!r} is listed twice")
+        seen.add(q.column)
+    drop = tuple(_str(c, "input.drop") for c in _list(t.get("drop", []), "input.drop"))
+    keep = tuple(_str(c, "input.keep") for c in _list(t.get("keep", []), "input.keep"))
+    sensitive = _opt_str(t.get("sensitive"), "input.sensitive")
+    class_ = _opt_str(t.get("class"), "input.class")
+    id_ = _opt_str(t.get("id"), "input.id")
+    for role, col in (("input.sensitive", sensitive), ("input.class", class_), ("input.id", id_)):
+        if col is not None and col in seen:
+            raise JobError(f"{role} = {col!r} is also a quasi-identifier; a column has one role")
+    for col in drop:
+        if col in seen or col in (sensitive, class_):
+            raise JobError(f"input.drop lists {col!r}, which also has another role")
+    codes = _codes(_table(t["codes"], "input.codes"), base) if "codes" in t else None
+    events = _events(_table(t["events"], "input.events"), base) if "events" in t else None
+    return Dataset(source, id_, drop, qis, codes, events, sensitive, class_, keep)
+
+
+def _qi(t: Any, key: str) -> QI:
+    t = _table(t, key)
+    _only(t, key, {"column", "kind", "hierarchy", "weight"})
+    _required(t, key, ("column",))
+    kind = _str(t.get("kind", "categorical"), f"{key}.kind")
+    if kind not in QI_KINDS:
+        raise JobError(f"{key}.kind = {kind!r}: must be one of {', '.join(QI_KINDS)}")
+    weight = t.get("weight")
+    if weight is not None:
+        if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 <= weight <= 1:
+            raise JobError(f"{key}.weight = {weight!r}: must be a number in [0, 1]")
+        weight = float(weight)
+    return QI(_str(t["column"], f"{key}.column"), kind, _opt_str(t.get("hierarchy"), f"{key}.hierarchy"), weight)
+
+
+def _codes(t: Mapping[str, Any], base: Path) -> Codes:
+    key = "input.codes"
+    _only(t, key, {"table", "path", "id", "code", "column", "hierarchy"})
+    hierarchy = _opt_str(t.get("hierarchy"), f"{key}.hierarchy")
+    if "column" in t:
+        if any(k in t for k in ("table", "path", "code")):
+            raise JobError(f"{key}: give either column (a LIST column of the input table) or table/path + code")
+        return Codes(None, None, _str(t["column"], f"{key}.column"), hierarchy, is_list_column=True)
+    _required(t, key, ("id", "code"))
+    return Codes(_source(t, key, base), _str(t["id"], f"{key}.id"), _str(t["code"], f"{key}.code"), hierarchy)
+
+
+def _events(t: Mapping[str, Any], base: Path) -> Events:
+    key = "input.events"
+    _only(t, key, {"table", "path", "id", "position", "code", "age", "code_hierarchy", "age_hierarchy"})
+    _required(t, key, ("id", "code", "age"))
+    return Events(
+        _source(t, key, base), _str(t["id"], f"{key}.id"), _str(t["code"], f"{key}.code"),
+        _str(t["age"], f"{key}.age"), _opt_str(t.get("position"), f"{key}.position"),
+        _opt_str(t.get("code_hierarchy"), f"{key}.code_hierarchy"),
+        _opt_str(t.get("age_hierarchy"), f"{key}.age_hierarchy"))
+
+
+def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
+    out = {}
+    for name, spec in t.items():
+        key = f"hierarchy.{name}"
+        spec = _table(spec, key)
+        _only(spec, key, {"type", "path", "table", "name", "width", "levels", "dyadic", "lo", "hi",
+                          "leaf_level", "delimiter"})
+        _required(spec, key, ("type",))
+        typ = _str(spec["type"], f"{key}.type")
+        if typ not in HIERARCHY_TYPES:
+            raise JobError(f"{key}.type = {typ!r}: must be one of {', '.join(HIERARCHY_TYPES)}")
+        path = Path(base, _str(spec["path"], f"{key}.path")) if "path" in spec else None
+        table = _opt_str(spec.get("table"), f"{key}.table")
+        builtin = _opt_str(spec.get("name"), f"{key}.name")
+        if typ in ("arx", "edges") and (path is None) == (table is None):
+            raise JobError(f"{key}: type {typ!r} needs exactly one of path or table")
+        if typ == "builtin" and builtin not in BUILTIN_HIERARCHIES:
+            raise JobError(f"{key}.name = {builtin!r}: built-in hierarchies are {', '.join(BUILTIN_HIERARCHIES)}")
+        width = spec.get("width")
+        if typ == "interval":
+            if width is None or not isinstance(width, (int, float)) or isinstance(width, bool) or width <= 0:
+                raise JobError(f"{key}.width = {width!r}: an interval hierarchy needs a positive width")
+        levels = spec.get("levels")
+        if levels is not None and (not isinstance(levels, int) or isinstance(levels, bool) or levels < 1):
+            raise JobError(f"{key}.levels = {levels!r}: must be a whole number >= 1")
+        dyadic = spec.get("dyadic", False)
+        if not isinstance(dyadic, bool):
+            raise JobError(f"{key}.dyadic = {dyadic!r}: must be true or false")
+        for bound in ("lo", "hi"):
+            v = spec.get(bound)
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+                raise JobError(f"{key}.{bound} = {v!r}: must be a number")
+        leaf_level = _opt_str(spec.get("leaf_level"), f"{key}.leaf_level")
+        if leaf_level is not None and typ != "builtin":
+            raise JobError(f"{key}.leaf_level only applies to built-in ICD hierarchies")
+        out[name] = HierarchySpec(
+            name, typ, path, table, builtin, float(width) if width is not None else None, levels, dyadic,
+            spec.get("lo"), spec.get("hi"), leaf_level, _str(spec.get("delimiter", ";"), f"{key}.delimiter"))
+    return out
+
+
+def _hierarchy_refs(d: Dataset) -> list[tuple[str, str]]:
+    refs = [(f"input.qi[{i}].hierarchy", q.hierarchy) for i, q in enumerate(d.qis) if q.hierarchy]
+    if d.codes and d.codes.hierarchy:
+        refs.append(("input.codes.hierarchy", d.codes.hierarchy))
+    if d.events:
+        for k in ("code_hierarchy", "age_hierarchy"):
+            if getattr(d.events, k):
+                refs.append((f"input.events.{k}", getattr(d.events, k)))
+    return refs
+
+
+def _release(t: Mapping[str, Any]) -> Release:
+    _only(t, "release", {"name", "seed"})
+    _required(t, "release", ("name",))
+    name = _str(t["name"], "release.name")
+    if not _RELEASE_NAME.match(name):
+        raise JobError(f"release.name = {name!r}: use letters, digits and _ (it prefixes table names)")
+    seed = t.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise JobError(f"release.seed = {seed!r}: must be a whole number >= 0")
+    return Release(name, seed)
+
+
+def _settings(t: Mapping[str, Any]) -> Settings:
+    _only(t, "settings", {"memory_limit", "threads"})
+    threads = t.get("threads")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise JobError(f"settings.threads = {threads!r}: must be a whole number >= 1")
+    mem = _opt_str(t.get("memory_limit"), "settings.memory_limit")
+    if mem is not None and not re.fullmatch(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", mem.strip(), re.I):
+        raise JobError(f"settings.memory_limit = {mem!r}: write it like '2GB' or '512MiB'")
+    return Settings(mem, threads)
+
+
+def _source(t: Mapping[str, Any], key: str, base: Path) -> Source:
+    has_table, has_path = "table" in t, "path" in t
+    if has_table == has_path:
+        raise JobError(f"{key}: give exactly one of table (in the database) or path (CSV/Parquet file)")
+    if has_table:
+        return Source(table=_str(t["table"], f"{key}.table"))
+    path = Path(base, _str(t["path"], f"{key}.path"))
+    if not re.search(r"\.(csv|tsv|parquet)(\.gz|\.zst)?$", path.name, re.I):
+        raise JobError(f"{key}.path = {str(path)!r}: must be a .csv, .tsv or .parquet file (optionally .gz)")
+    return Source(path=path)
+
+
+# --------------------------------------------------------------------------------------
+# small typed getters: each error names the key
+# --------------------------------------------------------------------------------------
+def _table(v: Any, key: str) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise JobError(f"{key}: expected a table ([{key}]), got {type(v).__name__}")
+    return v
+
+
+def _list(v: Any, key: str) -> list:
+    if not isinstance(v, list):
+        raise JobError(f"{key}: expected a list, got {type(v).__name__}")
+    return v
+
+
+def _str(v: Any, key: str) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise JobError(f"{key} = {v!r}: expected a non-empty string")
+    return v
+
+
+def _opt_str(v: Any, key: str) -> str | None:
+    return None if v is None else _str(v, key)
+
+
+def _only(t: Mapping[str, Any], key: str, allowed: set[str]) -> None:
+    unknown = sorted(set(t) - allowed)
+    if unknown:
+        where = f"[{key}]" if key else "the top level"
+        raise JobError(f"unknown key {unknown[0]!r} in {where}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _required(t: Mapping[str, Any], key: str, names: tuple[str, ...]) -> None:
+    for n in names:
+        if n not in t:
+            where = f"[{key}]" if key else "the job file"
+            raise JobError(f"missing key {n!r} in {where}")

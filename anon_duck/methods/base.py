@@ -1,0 +1,142 @@
+"""What a method plugs into: parameter checking, anonymization into staged scratch tables,
+an independent verification of release tables, and a utility/risk report.
+
+The orchestration (:mod:`anon_duck.api`) owns everything around it: loading and checking the
+inputs, the verifier gate, the one-transaction publication with shuffled rows, the metadata
+table, export. A method never publishes and never touches user tables.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from ..backend.base import Backend
+from ..errors import JobError
+from ..inputs import Inputs
+from ..job import Job
+from ..verify import CheckResult
+
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: called by long loops; the CLI draws a bar on a TTY."""
+
+
+@dataclass(frozen=True)
+class ReleaseTable:
+    """One table of a release. ``suffix`` names it (``<release>_<suffix>``); ``shuffle``
+    says whether its rows are published in a seeded random order (every table whose row
+    order could leak the input order or link chunks must be shuffled)."""
+
+    suffix: str
+    staged: tuple[str, ...]
+    shuffle: bool = True
+    order_by: Sequence[str] = ()
+
+
+@dataclass
+class Staged:
+    """What ``anonymize`` produced: staged release tables plus facts for the metadata table."""
+
+    tables: list[ReleaseTable]
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+class Method(Protocol):
+    name: str
+    summary: str
+
+    def check_params(self, job: Job) -> Any:
+        """Validate ``job.params`` (raise :class:`JobError` naming ``method.<key>``) and the
+        roles this method needs (QIs, codes, events, sensitive, class); return a frozen
+        parameter object."""
+
+    def anonymize(self, backend: Backend, job: Job, inputs: Inputs, params: Any, progress: Progress) -> Staged:
+        """Compute the release into scratch tables."""
+
+    def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]], params: Any) -> list[CheckResult]:
+        """Check the privacy model on release tables only (``tables`` maps suffix → name).
+        Must not reuse numbers the anonymizer computed."""
+
+    def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
+               params: Any) -> dict[str, Any]:
+        """Utility and risk measures of a release (inputs are available for ARE-style measures)."""
+
+
+# ------------------------------------------------------------------------------------------
+# parameter checking shared by all methods
+# ------------------------------------------------------------------------------------------
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One method parameter: name, type, default, and an optional range or choice list."""
+
+    name: str
+    kind: type
+    default: Any = _REQUIRED
+    lo: float | None = None
+    hi: float | None = None
+    choices: Sequence[Any] | None = None
+    doc: str = ""
+
+
+def parse_params(job: Job, spec: Sequence[Param]) -> dict[str, Any]:
+    """Check ``job.params`` against ``spec``: unknown keys, missing keys, types, ranges."""
+    known = {p.name for p in spec}
+    for key in job.params:
+        if key not in known:
+            raise JobError(f"unknown key {key!r} in [method] for method {job.method!r}; "
+                           f"allowed: {', '.join(sorted(known))}")
+    out: dict[str, Any] = {}
+    for p in spec:
+        key = f"method.{p.name}"
+        if p.name not in job.params:
+            if p.default is _REQUIRED:
+                raise JobError(f"missing key {p.name!r} in [method] (method {job.method!r} needs it)")
+            out[p.name] = p.default
+            continue
+        v = job.params[p.name]
+        if p.kind is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if p.kind is float and isinstance(v, str) and "/" in v:
+            try:
+                num, den = v.split("/")
+                v = float(num) / float(den)
+            except (ValueError, ZeroDivisionError) as err:
+                raise JobError(f"{key} = {v!r}: not a number or fraction") from err
+        if not isinstance(v, p.kind) or (p.kind is int and isinstance(v, bool)):
+            raise JobError(f"{key} = {v!r}: expected {p.kind.__name__}")
+        if p.lo is not None and v < p.lo:
+            raise JobError(f"{key} = {v!r}: must be >= {p.lo:g}")
+        if p.hi is not None and v > p.hi:
+            raise JobError(f"{key} = {v!r}: must be <= {p.hi:g}")
+        if p.choices is not None and v not in p.choices:
+            raise JobError(f"{key} = {v!r}: must be one of {', '.join(map(str, p.choices))}")
+        out[p.name] = v
+    return out
+
+
+def require_roles(job: Job, *, qis: bool = False, hierarchies: bool = False, codes: bool = False,
+                  events: bool = False, sensitive: bool = False, class_: bool = False) -> None:
+    """Raise a JobError naming the missing [input] key when a method needs a role."""
+    ds = job.dataset
+    if qis and not ds.qis:
+        raise JobError(f"method {job.method!r} needs quasi-identifiers: add [[input.qi]] entries")
+    if hierarchies:
+        for i, q in enumerate(ds.qis):
+            if not q.hierarchy:
+                raise JobError(f"input.qi[{i}] ({q.column!r}): method {job.method!r} needs a hierarchy for every QI")
+    if codes and ds.codes is None:
+        raise JobError(f"method {job.method!r} needs a set-valued code attribute: add [input.codes]")
+    if events and ds.events is None:
+        raise JobError(f"method {job.method!r} needs longitudinal events: add [input.events]")
+    if sensitive and ds.sensitive is None:
+        raise JobError(f"method {job.method!r} needs input.sensitive")
+    if class_ and ds.class_ is None:
+        raise JobError(f"method {job.method!r} needs input.class")
+
+
+def check_k(k: int, n_rows: int, what: str = "records") -> None:
+    from ..errors import InputError
+    if k > n_rows:
+        raise InputError(f"method.k = {k} is larger than the number of {what} ({n_rows}); no release can be {k}-anonymous")

@@ -1,0 +1,158 @@
+"""Full-domain generalization k-anonymity, minimum-LM node (the comparator "[16]" of seed 002).
+
+Every QI is generalized to one level of its hierarchy for the whole table (a node of the
+generalization lattice). The search walks the lattice bottom-up by height; a node is
+k-anonymous iff its smallest equivalence class has >= k records, and k-anonymity is
+monotone along lattice edges, so a node with a k-anonymous child is k-anonymous without a
+check and is never minimal. Among the minimal k-anonymous nodes the one with the lowest loss
+metric LM wins (ties: lowest height, then lexicographic level vector).
+
+LM of a record on attribute A (Iyengar 2002, as seed 002 §2.9.1 uses it):
+``(n_leaves(node) - 1) / (n_leaves(root) - 1)``; LM of the table is the mean over records
+and attributes. It is additive over attributes, so each node's LM is a sum of per-level
+terms computed once.
+
+Set-based work (frequency set, release) is SQL; the lattice walk runs in numpy over the
+frequency set, which is an aggregate (one row per distinct QI combination).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..backend.base import Backend
+from ..errors import InfeasibleError
+from ..hierarchy import LEVELS, NODES
+from ..inputs import Inputs
+from ..job import Job
+from ..scratch import scratch
+from ..sqlrender import render
+from ..verify import CheckResult, k_anonymity
+from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
+from .reporting import generalized_report
+
+PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),)
+
+
+@dataclass(frozen=True)
+class FullDomainParams:
+    k: int
+
+
+@dataclass(frozen=True)
+class LatticeResult:
+    levels: tuple[int, ...]
+    lm: float
+    min_class: int
+    n_classes: int
+    nodes_checked: int
+    nodes_total: int
+
+
+class FullDomain:
+    name = "fulldomain"
+    summary = "full-domain generalization k-anonymity, minimum-LM lattice node (baseline of seed 002)"
+
+    def check_params(self, job: Job) -> FullDomainParams:
+        require_roles(job, qis=True, hierarchies=True)
+        return FullDomainParams(**parse_params(job, PARAMS))
+
+    def anonymize(self, backend: Backend, job: Job, inputs: Inputs, params: FullDomainParams,
+                  progress: Progress) -> Staged:
+        check_k(params.k, inputs.n_rows)
+        qis = job.dataset.qis
+        freq = backend.fetch("fulldomain: frequency set",
+                             render("fulldomain/frequency_set.sql.j2", relation=inputs.person,
+                                    qis=[q.column for q in qis]))
+        maps = [_level_map(backend, q.hierarchy, freq[f"q{i}"]) for i, q in enumerate(qis)]
+        best = search(freq["cnt"].astype(np.int64), maps, params.k, progress)
+        target = scratch("fd_release")
+        passthrough = [c for c in (job.dataset.sensitive, job.dataset.class_, *job.dataset.keep) if c]
+        backend.run("fulldomain: release", render(
+            "fulldomain/release.sql.j2", target=target, relation=inputs.person, level_table=LEVELS,
+            node_table=NODES, passthrough=passthrough,
+            qis=[{"column": q.column, "hierarchy": q.hierarchy, "level": lvl, "numeric": q.kind == "numeric"}
+                 for q, lvl in zip(qis, best.levels)]))
+        facts = {"levels": dict(zip((q.column for q in qis), best.levels)), "lm": best.lm,
+                 "min_class": best.min_class, "classes": best.n_classes,
+                 "nodes_checked": best.nodes_checked, "lattice_size": best.nodes_total}
+        return Staged([ReleaseTable("release", target)], facts)
+
+    def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
+               params: FullDomainParams) -> list[CheckResult]:
+        return [k_anonymity(backend, relation=tables["release"], qis=[q.column for q in job.dataset.qis],
+                            k=params.k)]
+
+    def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
+               params: FullDomainParams) -> dict[str, Any]:
+        return generalized_report(backend, job, inputs, tables["release"], k=params.k)
+
+
+@dataclass(frozen=True)
+class _LevelMap:
+    """For one QI: node id of each frequency-set row at each level, and LM of each level."""
+
+    node_ids: np.ndarray   # (n_levels, n_rows) int64
+    lm_terms: np.ndarray   # (n_levels, n_rows) float: per-record LM of that row's node
+
+
+def _level_map(backend: Backend, hierarchy: str | None, values: np.ndarray) -> _LevelMap:
+    m = backend.fetch(f"fulldomain: levels of {hierarchy}", render("fulldomain/level_map.sql.j2",
+                                                                   level_table=LEVELS, node_table=NODES),
+                      {"hierarchy": hierarchy})
+    n_levels = int(m["level"].max()) + 1
+    leaves = np.unique(m["leaf"])
+    leaf_pos = np.searchsorted(leaves, values)
+    _, node_codes = np.unique(m["node"], return_inverse=True)
+    order = np.lexsort((m["level"], np.searchsorted(leaves, m["leaf"])))
+    node_by = node_codes[order].reshape(len(leaves), n_levels).T          # (levels, leaves)
+    root = float(m["root_leaves"][0])
+    lm = ((m["n_leaves"][order].astype(float) - 1) / (root - 1 if root > 1 else 1)).reshape(len(leaves), n_levels).T
+    return _LevelMap(node_by[:, leaf_pos].astype(np.int64), lm[:, leaf_pos])
+
+
+def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress) -> LatticeResult:
+    """Bottom-up lattice walk with predictive tagging (a node above a k-anonymous node is
+    k-anonymous and not minimal); returns the minimal k-anonymous node with the least LM."""
+    heights = [m.node_ids.shape[0] - 1 for m in maps]
+    n_total = int(cnt.sum())
+    lm_level = [(m.lm_terms * cnt).sum(axis=1) / n_total for m in maps]
+    nodes = sorted(itertools.product(*(range(h + 1) for h in heights)), key=lambda v: (sum(v), v))
+    anonymous: set[tuple[int, ...]] = set()
+    minimal: list[tuple[float, int, tuple[int, ...], int, int]] = []
+    checked = 0
+    for i, node in enumerate(nodes):
+        if i % 256 == 0:
+            progress("lattice", i, len(nodes))
+        children = [node[:j] + (node[j] - 1,) + node[j + 1:] for j in range(len(node)) if node[j] > 0]
+        if any(c in anonymous for c in children):
+            anonymous.add(node)
+            continue
+        checked += 1
+        sizes = _class_sizes(cnt, maps, node)
+        if sizes.min() >= k:
+            anonymous.add(node)
+            lm = float(np.mean([lm_level[j][lvl] for j, lvl in enumerate(node)]))
+            minimal.append((lm, sum(node), node, int(sizes.min()), int(sizes.size)))
+    progress("lattice", len(nodes), len(nodes))
+    if not minimal:
+        raise InfeasibleError(f"no full-domain generalization is {k}-anonymous, not even the top of every "
+                              "hierarchy (the table has fewer rows than k)")
+    lm, _, node, min_class, n_classes = min(minimal)
+    return LatticeResult(node, lm, min_class, n_classes, checked, len(nodes))
+
+
+def _class_sizes(cnt: np.ndarray, maps: list[_LevelMap], node: tuple[int, ...]) -> np.ndarray:
+    """Sizes of the equivalence classes at ``node``: roll the frequency set up to the node."""
+    key = np.zeros(cnt.size, dtype=np.int64)
+    for m, lvl in zip(maps, node):
+        ids = m.node_ids[lvl]
+        # re-densify after each attribute so the combined key never overflows int64
+        _, key = np.unique(key * (int(ids.max()) + 1) + ids, return_inverse=True)
+    return np.bincount(key, weights=cnt).astype(np.int64)
+
+
+METHOD = FullDomain()
