@@ -140,7 +140,7 @@ def inspect(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
     :func:`prepare`, with the column, the count and the first values."""
     backend = backend_for(con, job)
     try:
-        inputs = prepare(backend, job)
+        inputs = prepare(backend, job, strict=False)
         return _profile(backend, job, inputs)
     finally:
         _drop_scratch(backend)
@@ -157,6 +157,7 @@ def _profile(backend: DuckDBBackend, job: Job, inputs: Inputs) -> dict[str, Any]
             "inspect: codes", render("inputs/inspect_codes.sql.j2", relation=inputs.codes))[0]
         out["codes"] = {"pairs": n_pairs, "distinct_codes": n_codes, "persons_with_codes": n_persons,
                         "mean_per_person": round(n_pairs / n_persons, 3) if n_persons else 0, "max_per_person": max_len}
+    out["missing_from_hierarchies"] = [c for c in inputs.coverage if c["missing"]]
     if inputs.events:
         n_events, n_persons, n_codes, n_ages = backend.rows(
             "inspect: events", render("inputs/inspect_events.sql.j2", relation=inputs.events))[0]

@@ -53,7 +53,6 @@ def _parser() -> argparse.ArgumentParser:
     i = job_cmd("inspect", "profile the input: rows, distinct values per QI, current k, codes", _inspect)
     i.add_argument("--json", action="store_true", help="print JSON")
     d = sub.add_parser("demo", help="run every method on bundled data and print a summary")
-    d.add_argument("--quick", action="store_true", help="smaller samples")
     d.set_defaults(func=_demo)
     return p
 
@@ -110,7 +109,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
-    return run_demo(quick=args.quick)
+    return run_demo()
 
 
 def _print_violations(violations: list[dict], limit: int = 20) -> None:

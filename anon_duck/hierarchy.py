@@ -34,6 +34,8 @@ BUILTIN_ROOTS = {"icd9cm": "ICD9CM", "icd10cm": "ICD10CM"}
 # Tree levels of the built-in files, root first. ``leaf_level`` cuts the tree below a level.
 ICD_LEVELS = ("root", "chapter", "section", "category", "subcategory", "subclassification")
 
+# No real hierarchy is this deep; the bound stops the recursive walk on a cyclic edge list.
+MAX_DEPTH = 256
 EDGES, NODES, CLOSURE, LEVELS = scratch("hier_edge"), scratch("hier_node"), scratch("hier_closure"), scratch("hier_level")
 
 
@@ -147,8 +149,8 @@ def interval_edges(values: Sequence[float], *, width: float, levels: int | None,
     return list(edges.values())
 
 
-def build(backend: Backend, specs: Iterable[HierarchySpec], *, values_for: dict[str, tuple] | None = None,
-          base_dir: Path = Path(".")) -> HierarchyTables:
+def build(backend: Backend, specs: Iterable[HierarchySpec], *,
+          values_for: dict[str, tuple] | None = None) -> HierarchyTables:
     """Build the scratch hierarchy tables for ``specs``.
 
     ``values_for`` maps an interval hierarchy's name to ``(relation, column)`` whose distinct
@@ -185,8 +187,13 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *, values_for: dict[
     if problems:
         h, node, problem = problems[0]
         raise JobError(f"hierarchy.{h}: node {node!r} {problem}; a hierarchy must be a single tree")
-    backend.run("hierarchy: closure and nodes",
-                render("hierarchy/build.sql.j2", edges=EDGES, node_table=NODES, closure_table=CLOSURE))
+    backend.run("hierarchy: closure and nodes", render("hierarchy/build.sql.j2", edges=EDGES, node_table=NODES,
+                                                        closure_table=CLOSURE, max_depth=MAX_DEPTH))
+    cycles = backend.rows("hierarchy: cycles", render("hierarchy/cycles.sql.j2", closure_table=CLOSURE,
+                                                      max_depth=MAX_DEPTH))
+    if cycles:
+        h, node = cycles[0]
+        raise JobError(f"hierarchy.{h}: node {node!r} is on a cycle (or the tree is deeper than {MAX_DEPTH} levels)")
     backend.run("hierarchy: levels", render("hierarchy/levels.sql.j2", node_table=NODES, closure_table=CLOSURE,
                                             level_table=LEVELS))
     return HierarchyTables()

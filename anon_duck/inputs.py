@@ -7,7 +7,7 @@ naming the job-file key, the column and the first offending values.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from .backend.base import Backend
@@ -32,11 +32,17 @@ class Inputs:
     hierarchies: HierarchyTables | None
     codes: tuple[str, ...] | None = None    # (id VARCHAR, code VARCHAR), distinct pairs
     events: tuple[str, ...] | None = None   # (id VARCHAR, position INTEGER, code VARCHAR, age INTEGER)
+    coverage: list[dict] = field(default_factory=list)  # per checked column: values missing from its hierarchy
 
 
-def prepare(backend: Backend, job: Job) -> Inputs:
-    """Load, check and normalize everything the job names. Read-only on user tables."""
+def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
+    """Load, check and normalize everything the job names. Read-only on user tables.
+
+    With ``strict=False`` (``inspect``), values missing from hierarchies are collected in
+    ``Inputs.coverage`` instead of raising."""
     ds = job.dataset
+    if ds.source is None:
+        return _prepare_without_person_table(backend, job, strict)
     person = _relation(backend, ds.source, "input", scratch("input"))
     columns = _columns(backend, person, "input", ds.source)
     role_columns = [("input.id", ds.id)] + [(f"input.qi[{i}].column", q.column) for i, q in enumerate(ds.qis)] + [
@@ -48,12 +54,45 @@ def prepare(backend: Backend, job: Job) -> Inputs:
         if col is not None and col not in columns:
             raise InputError(f"{key} = {col!r}: no such column in {ds.source.describe()} "
                              f"(columns: {', '.join(columns)})")
+    n_rows = _check_person_rows(backend, job, person)
+    for q in ds.qis:
+        if q.kind == "numeric" and columns[q.column].split("(")[0] not in NUMERIC_TYPES \
+                and not columns[q.column].startswith("DECIMAL"):
+            raise InputError(f"input.qi column {q.column!r} is declared numeric but has type "
+                             f"{columns[q.column]}; cast it or declare kind = \"categorical\"")
+        if q.kind == "date" and columns[q.column] not in ("DATE", "TIMESTAMP"):
+            raise InputError(f"input.qi column {q.column!r} is declared date but has type {columns[q.column]}")
+
+    codes = _codes(backend, job, person, columns) if ds.codes else None
+    events = _events(backend, job, person) if ds.events else None
+    hierarchies, coverage = _hierarchies(backend, job, person, codes, events, strict)
+    return Inputs(person, columns, n_rows, hierarchies, codes, events, coverage)
+
+
+def _prepare_without_person_table(backend: Backend, job: Job, strict: bool) -> Inputs:
+    """Codes or events only: the persons are the distinct ids found there."""
+    ds = job.dataset
+    assert ds.id is not None
+    codes = _codes(backend, job, None, {}) if ds.codes else None
+    events = _events(backend, job, None) if ds.events else None
+    person = scratch("input")
+    backend.run("inputs: persons from ids", render("inputs/persons_from_ids.sql.j2", target=person, id=ds.id,
+                                                   children=[c for c in (codes, events) if c is not None]))
+    n_rows = _check_person_rows(backend, job, person)
+    hierarchies, coverage = _hierarchies(backend, job, person, codes, events, strict)
+    return Inputs(person, {ds.id: "VARCHAR"}, n_rows, hierarchies, codes, events, coverage)
+
+
+def _check_person_rows(backend: Backend, job: Job, person: tuple[str, ...]) -> int:
+    """Row count, NULLs in role columns, duplicate ids: one profiling query."""
+    ds = job.dataset
+    where = ds.source.describe() if ds.source else "the ids of the codes/events"
     checked = [c for c in [ds.id] + [q.column for q in ds.qis] + [ds.sensitive, ds.class_] if c is not None]
     profile = backend.rows("inputs: profile", render("inputs/profile.sql.j2", relation=person, columns=checked,
                                                      id=ds.id))[0]
     n_rows = int(profile[0])
     if n_rows == 0:
-        raise InputError(f"{ds.source.describe()} is empty: nothing to anonymize")
+        raise InputError(f"{where}: no rows, nothing to anonymize")
     for col, n_null in zip(checked, profile[1:-1]):
         if n_null:
             examples = [r[0] for r in backend.rows("inputs: NULL examples", render(
@@ -63,51 +102,45 @@ def prepare(backend: Backend, job: Job) -> Inputs:
                              "anon_duck does not guess values: fill or drop them first")
     if profile[-1]:
         raise InputError(f"input.id = {ds.id!r}: {profile[-1]} duplicate id value(s); each person needs one row")
-    for q in ds.qis:
-        if q.kind == "numeric" and columns[q.column].split("(")[0] not in NUMERIC_TYPES \
-                and not columns[q.column].startswith("DECIMAL"):
-            raise InputError(f"input.qi column {q.column!r} is declared numeric but has type "
-                             f"{columns[q.column]}; cast it or declare kind = \"categorical\"")
-        if q.kind == "date" and columns[q.column] not in ("DATE", "TIMESTAMP"):
-            raise InputError(f"input.qi column {q.column!r} is declared date but has type {columns[q.column]}")
+    return n_rows
 
-    codes = events = None
-    if ds.codes:
-        codes = _codes(backend, job, person, columns)
-    if ds.events:
-        events = _events(backend, job, person)
 
+def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tuple[str, ...] | None,
+                 events: tuple[str, ...] | None, strict: bool) -> tuple[HierarchyTables | None, list[dict]]:
+    """Build the hierarchies the job uses and check that every value is a leaf."""
+    ds = job.dataset
     used = {q.hierarchy for q in ds.qis if q.hierarchy}
     if ds.codes and ds.codes.hierarchy:
         used.add(ds.codes.hierarchy)
     if ds.events:
         used.update(h for h in (ds.events.code_hierarchy, ds.events.age_hierarchy) if h)
-    hierarchies = None
-    if used:
-        values_for: dict[str, tuple] = {}
-        for q in ds.qis:
-            if q.hierarchy:
-                values_for.setdefault(q.hierarchy, (person, q.column))
-        if ds.events and ds.events.age_hierarchy:
-            values_for.setdefault(ds.events.age_hierarchy, (events, "age"))
-        hierarchies = build_hierarchies(backend, [job.hierarchies[h] for h in sorted(used)],
-                                        values_for=values_for, base_dir=job.base_dir)
-        checks = [(f"input.qi column {q.column!r}", person, q.column, q.hierarchy) for q in ds.qis if q.hierarchy]
-        if codes is not None and ds.codes and ds.codes.hierarchy:
-            checks.append(("input.codes", codes, "code", ds.codes.hierarchy))
-        if events is not None and ds.events:
-            if ds.events.code_hierarchy:
-                checks.append(("input.events code", events, "code", ds.events.code_hierarchy))
-            if ds.events.age_hierarchy:
-                checks.append(("input.events age", events, "age", ds.events.age_hierarchy))
-        for what, relation, column, hname in checks:
-            n_missing, examples = backend.rows(f"inputs: coverage of {hname}", render(
-                "inputs/missing_from_hierarchy.sql.j2", relation=relation, column=column,
-                node_table=NODES, hierarchy=hname))[0]
-            if n_missing:
-                raise InputError(f"{what}: {n_missing} distinct value(s) are not leaves of hierarchy "
-                                 f"{hname!r}, e.g. {', '.join(map(repr, examples))}")
-    return Inputs(person, columns, n_rows, hierarchies, codes, events)
+    if not used:
+        return None, []
+    values_for: dict[str, tuple] = {}
+    for q in ds.qis:
+        if q.hierarchy:
+            values_for.setdefault(q.hierarchy, (person, q.column))
+    if ds.events and ds.events.age_hierarchy:
+        values_for.setdefault(ds.events.age_hierarchy, (events, "age"))
+    hierarchies = build_hierarchies(backend, [job.hierarchies[h] for h in sorted(used)], values_for=values_for)
+    checks = [(f"input.qi column {q.column!r}", person, q.column, q.hierarchy) for q in ds.qis if q.hierarchy]
+    if codes is not None and ds.codes and ds.codes.hierarchy:
+        checks.append(("input.codes", codes, "code", ds.codes.hierarchy))
+    if events is not None and ds.events:
+        if ds.events.code_hierarchy:
+            checks.append(("input.events code", events, "code", ds.events.code_hierarchy))
+        if ds.events.age_hierarchy:
+            checks.append(("input.events age", events, "age", ds.events.age_hierarchy))
+    coverage: list[dict] = []
+    for what, relation, column, hname in checks:
+        n_missing, examples = backend.rows(f"inputs: coverage of {hname}", render(
+            "inputs/missing_from_hierarchy.sql.j2", relation=relation, column=column,
+            node_table=NODES, hierarchy=hname))[0]
+        if n_missing and strict:
+            raise InputError(f"{what}: {n_missing} distinct value(s) are not leaves of hierarchy "
+                             f"{hname!r}, e.g. {', '.join(map(repr, examples))}")
+        coverage.append({"what": what, "hierarchy": hname, "missing": int(n_missing), "examples": list(examples or [])})
+    return hierarchies, coverage
 
 
 def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...]) -> tuple[str, ...]:
@@ -139,11 +172,12 @@ def _require(columns: dict[str, str], wanted: Sequence[tuple[str, str]], where: 
             raise InputError(f"{key} = {col!r}: no such column in {where} (columns: {', '.join(columns)})")
 
 
-def _codes(backend: Backend, job: Job, person: tuple[str, ...], person_cols: dict[str, str]) -> tuple[str, ...]:
+def _codes(backend: Backend, job: Job, person: tuple[str, ...] | None, person_cols: dict[str, str]) -> tuple[str, ...]:
     spec = job.dataset.codes
     assert spec is not None
     target = scratch("codes")
     if spec.is_list_column:
+        assert person is not None  # a LIST column needs a person table (checked in job.py)
         if job.dataset.id is None:
             raise InputError("input.codes.column needs input.id to tie codes to persons")
         if not person_cols[spec.code].endswith("[]"):
@@ -161,7 +195,7 @@ def _codes(backend: Backend, job: Job, person: tuple[str, ...], person_cols: dic
     return target
 
 
-def _events(backend: Backend, job: Job, person: tuple[str, ...]) -> tuple[str, ...]:
+def _events(backend: Backend, job: Job, person: tuple[str, ...] | None) -> tuple[str, ...]:
     spec = job.dataset.events
     assert spec is not None
     rel = _relation(backend, spec.source, "input.events", scratch("events_src"))
@@ -185,7 +219,9 @@ def _events(backend: Backend, job: Job, person: tuple[str, ...]) -> tuple[str, .
     return target
 
 
-def _orphans(backend: Backend, job: Job, child: tuple[str, ...], person: tuple[str, ...], key: str) -> None:
+def _orphans(backend: Backend, job: Job, child: tuple[str, ...], person: tuple[str, ...] | None, key: str) -> None:
+    if person is None:
+        return  # the persons are these ids
     if job.dataset.id is None:
         raise InputError(f"{key} needs input.id to tie its rows to persons")
     n, examples = backend.rows(f"{key}: ids", render("inputs/orphans.sql.j2", child=child, person=person,

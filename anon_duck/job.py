@@ -88,7 +88,10 @@ class HierarchySpec:
 
 @dataclass(frozen=True)
 class Dataset:
-    source: Source
+    """The roles of a dataset. ``source`` is None when the only data are codes or events:
+    the persons are then the distinct ids found there (column ``id``)."""
+
+    source: Source | None
     id: str | None
     drop: tuple[str, ...] = ()
     qis: tuple[QI, ...] = ()
@@ -176,7 +179,13 @@ def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
 
 def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
     _only(t, "input", {"table", "path", "id", "drop", "qi", "codes", "events", "sensitive", "class", "keep"})
-    source = _source(t, "input", base)
+    if "table" in t or "path" in t or not ("codes" in t or "events" in t):
+        source: Source | None = _source(t, "input", base)
+    else:
+        source = None
+        for key in ("qi", "sensitive", "class", "drop", "keep"):
+            if key in t:
+                raise JobError(f"input.{key} needs a person table: add input.table or input.path")
     qis = tuple(_qi(q, f"input.qi[{i}]") for i, q in enumerate(_list(t.get("qi", []), "input.qi")))
     seen: set[str] = set()
     for i, q in enumerate(qis):
@@ -187,7 +196,7 @@ def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
     keep = tuple(_str(c, "input.keep") for c in _list(t.get("keep", []), "input.keep"))
     sensitive = _opt_str(t.get("sensitive"), "input.sensitive")
     class_ = _opt_str(t.get("class"), "input.class")
-    id_ = _opt_str(t.get("id"), "input.id")
+    id_ = _opt_str(t.get("id"), "input.id") if source is not None else _opt_str(t.get("id", "id"), "input.id")
     for role, col in (("input.sensitive", sensitive), ("input.class", class_), ("input.id", id_)):
         if col is not None and col in seen:
             raise JobError(f"{role} = {col!r} is also a quasi-identifier; a column has one role")

@@ -8,9 +8,10 @@ a run.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import jinja2
 import sqlglot
@@ -72,7 +73,25 @@ def render(name: str, /, **context: Any) -> str:
     """Render ``sql/<name>`` with ``context`` and parse the result with sqlglot (duckdb)."""
     sql = environment().get_template(name).render(**context).strip()
     _check_parses(name, sql)
+    if _recorders:
+        for rec in _recorders:
+            rec.append((name, sql))
     return sql
+
+
+_recorders: list[list[tuple[str, str]]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[tuple[str, str]]]:
+    """Collect every (template, rendered SQL) pair rendered inside the block: shows exactly
+    what a run executed, and lets the tests transpile real renderings to other dialects."""
+    rec: list[tuple[str, str]] = []
+    _recorders.append(rec)
+    try:
+        yield rec
+    finally:
+        _recorders.remove(rec)
 
 
 @functools.lru_cache(maxsize=4096)

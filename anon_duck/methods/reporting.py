@@ -19,8 +19,12 @@ def generalized_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
     numeric, categorical = [], []
     for q in qis:
         if q.kind == "numeric":
-            lo, hi = backend.rows(f"report: domain of {q.column}", render(
-                "metrics/domain.sql.j2", relation=inputs.person, column=q.column))[0]
+            if q.hierarchy:   # bounds of the hierarchy's root: what a fully generalized value spans
+                lo, hi = backend.rows(f"report: domain of {q.column}", render(
+                    "metrics/hierarchy_domain.sql.j2", node_table=NODES), {"hierarchy": q.hierarchy})[0]
+            else:
+                lo, hi = backend.rows(f"report: domain of {q.column}", render(
+                    "metrics/domain.sql.j2", relation=inputs.person, column=q.column))[0]
             numeric.append((q.column, float(lo), float(hi)))
         else:
             categorical.append((q.column, q.hierarchy))
@@ -33,4 +37,5 @@ def generalized_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
     out["are"] = are(backend, workload=workload, original_relation=inputs.person, generalized_relation=release,
                      numeric=[c for c, _, _ in numeric], categorical=categorical,
                      hier_closure_relation=CLOSURE, hier_node_relation=NODES)
+    out["summary"] = {"info_loss": ("NCP", out["ncp"]["ncp"]), "are": out["are"]["are"]}
     return out

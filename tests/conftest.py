@@ -1,0 +1,38 @@
+"""Shared test fixtures: paths, a fresh in-memory DuckDB per test, job loading."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from anon_duck.job import Job, load_job
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+JOBS = FIXTURES / "jobs"
+
+
+@pytest.fixture
+def con():
+    c = duckdb.connect()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def job_file():
+    def load(name: str) -> Job:
+        return load_job(JOBS / name)
+    return load
+
+
+def table_fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> tuple:
+    """Row count and an order-independent checksum of every row: proves a table unchanged."""
+    from anon_duck.sqlrender import render
+    return con.execute(render("util/fingerprint.sql.j2", relation=(table,))).fetchone()
+
+
+def user_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}

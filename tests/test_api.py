@@ -1,0 +1,267 @@
+"""The orchestration: run → verify gate → one-transaction publication; verify, report, export,
+inspect; bad input; hostile identifiers; atomicity; determinism. Exercised with the
+full-domain baseline on the 12-patient toy and on Adult."""
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import pytest
+
+import anon_duck
+from anon_duck import api
+from anon_duck.errors import InputError, JobError, VerificationError
+from anon_duck.job import Source
+from anon_duck.methods import get_method
+from anon_duck.sqlrender import ident
+from anon_duck.verify import CheckResult
+
+from conftest import FIXTURES, table_fingerprint, user_tables
+
+
+def _with_table(job, table: str):
+    """The same job reading a database table instead of the CSV."""
+    ds = dataclasses.replace(job.dataset, source=Source(table=table))
+    return dataclasses.replace(job, dataset=ds)
+
+
+def _load_toy(con, name: str = "patients") -> None:
+    con.execute(f"CREATE TABLE {ident(name)} AS SELECT * FROM read_csv(?)", [str(FIXTURES / "toy/patients.csv")])
+
+
+def test_run_publishes_a_verified_release_without_ids(con, job_file):
+    job = _with_table(job_file("toy_fulldomain.toml"), "patients")
+    _load_toy(con)
+    before = table_fingerprint(con, "patients")
+    result = anon_duck.run(con, job)
+    assert result.verified and result.tables == ["toy_k2_release"]
+    assert table_fingerprint(con, "patients") == before          # the source is never modified
+    cols = [r[0] for r in con.execute("DESCRIBE toy_k2_release").fetchall()]
+    assert "pid" not in cols and "name" not in cols               # no id, no dropped column
+    assert {"age", "age__lo", "age__hi", "sex", "zip", "disease"} == set(cols)
+    sizes = con.execute("SELECT count(*) FROM toy_k2_release GROUP BY age, sex, zip").fetchall()
+    assert min(s[0] for s in sizes) >= 2
+    assert user_tables(con) == {"patients", "toy_k2_release", "toy_k2_meta"}   # no scratch left behind
+    meta = dict(con.execute("SELECT key, value FROM toy_k2_meta WHERE key <> 'table'").fetchall())
+    assert meta["method"] == "fulldomain" and meta["seed"] == "1" and meta["anon_duck_version"] == anon_duck.__version__
+    assert '"k_anonymity": true' in meta["verified"]
+
+
+def test_fulldomain_picks_the_minimum_lm_minimal_node(con, job_file):
+    """Brute force over the whole lattice: the chosen node is k-anonymous and no k-anonymous
+    node has a lower LM (seed 002's comparator)."""
+    import itertools
+
+    import numpy as np
+
+    from anon_duck.backend import DuckDBBackend
+    from anon_duck.inputs import prepare
+    from anon_duck.methods import fulldomain
+    from anon_duck.sqlrender import render
+
+    job = job_file("toy_fulldomain.toml")
+    b = DuckDBBackend(con)
+    inputs = prepare(b, job)
+    freq = b.fetch("t", render("fulldomain/frequency_set.sql.j2", relation=inputs.person, qis=["age", "sex", "zip"]))
+    maps = [fulldomain._level_map(b, q.hierarchy, freq[f"q{i}"]) for i, q in enumerate(job.dataset.qis)]
+    best = fulldomain.search(freq["cnt"], maps, 2, lambda *a: None)
+    n = freq["cnt"].sum()
+    brute = []
+    for node in itertools.product(*(range(m.node_ids.shape[0]) for m in maps)):
+        sizes = fulldomain._class_sizes(freq["cnt"], maps, node)
+        if sizes.min() >= 2:
+            brute.append(np.mean([(m.lm_terms[lvl] * freq["cnt"]).sum() / n for m, lvl in zip(maps, node)]))
+    assert best.lm == pytest.approx(min(brute))
+    assert best.min_class >= 2
+
+
+def test_same_seed_same_bytes_other_seed_other_order(con, job_file):
+    job = job_file("toy_fulldomain.toml")
+    anon_duck.run(con, job)
+    first = con.execute("SELECT * FROM toy_k2_release").fetchall()
+    anon_duck.run(con, job)                                       # re-run replaces cleanly
+    assert con.execute("SELECT * FROM toy_k2_release").fetchall() == first
+    other = dataclasses.replace(job, release=dataclasses.replace(job.release, seed=99))
+    anon_duck.run(con, other)
+    again = con.execute("SELECT * FROM toy_k2_release").fetchall()
+    assert sorted(again) == sorted(first) and again != first
+
+
+def test_rows_are_not_in_input_order(con, job_file):
+    job = _with_table(job_file("toy_fulldomain.toml"), "patients")
+    _load_toy(con)
+    anon_duck.run(con, job)
+    released = [r[0] for r in con.execute("SELECT disease FROM toy_k2_release").fetchall()]
+    original = [r[0] for r in con.execute("SELECT disease FROM patients").fetchall()]
+    assert sorted(released) == sorted(original) and released != original
+
+
+def test_two_releases_do_not_interfere(con, job_file):
+    job = job_file("toy_fulldomain.toml")
+    anon_duck.run(con, job)
+    anon_duck.run(con, job.with_release("toy_other").with_params(k=3))
+    assert {"toy_k2_release", "toy_other_release"} <= user_tables(con)
+    assert [c.passed for c in anon_duck.verify(con, job)] == [True]
+    assert [c.passed for c in anon_duck.verify(con, job.with_release("toy_other").with_params(k=3))] == [True]
+
+
+def test_verifier_gate_blocks_publication(con, job_file, monkeypatch):
+    job = job_file("toy_fulldomain.toml")
+    method = get_method("fulldomain")
+    monkeypatch.setattr(type(method), "verify",
+                        lambda self, *a, **k: [CheckResult("k_anonymity", False, 1, [{"class_size": 1}], {})])
+    with pytest.raises(VerificationError, match="nothing was published") as err:
+        anon_duck.run(con, job)
+    assert err.value.violations == [{"class_size": 1}]
+    assert user_tables(con) == set()
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("disk full"), KeyboardInterrupt()])
+def test_failure_while_publishing_leaves_the_old_release(con, job_file, monkeypatch, failure):
+    job = job_file("toy_fulldomain.toml")
+    anon_duck.run(con, job)
+    old = table_fingerprint(con, "toy_k2_release")
+    from anon_duck.backend.duckdb import DuckDBBackend
+    real = DuckDBBackend.write_table
+
+    def failing(self, name, columns):
+        if name[-1] == "toy_k2_meta":
+            raise failure
+        return real(self, name, columns)
+    monkeypatch.setattr(DuckDBBackend, "write_table", failing)
+    with pytest.raises(type(failure)):
+        anon_duck.run(con, job.with_params(k=3))
+    assert table_fingerprint(con, "toy_k2_release") == old
+    assert user_tables(con) == {"toy_k2_release", "toy_k2_meta"}
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp'").fetchone()[0] == 0
+
+
+def test_export_writes_only_release_tables(con, job_file, tmp_path):
+    job = _with_table(job_file("toy_fulldomain.toml"), "patients")
+    _load_toy(con)
+    anon_duck.run(con, job)
+    files = anon_duck.export(con, job, tmp_path / "out")
+    assert sorted(p.name for p in files) == ["toy_k2_meta.parquet", "toy_k2_release.parquet"]
+    cols = [r[0] for r in duckdb.sql(f"DESCRIBE SELECT * FROM '{files[0]}'").fetchall()]
+    assert "pid" not in cols and "name" not in cols
+    db = anon_duck.export(con, job, tmp_path / "rel.duckdb")[0]
+    with duckdb.connect(str(db)) as out:
+        assert {r[0] for r in out.execute("SHOW TABLES").fetchall()} == {"toy_k2_release", "toy_k2_meta"}
+    csv = anon_duck.export(con, job, tmp_path / "out.csv")
+    assert all(p.suffix == ".csv" for p in csv)
+
+
+def test_inspect_profiles_the_input(con, job_file):
+    out = anon_duck.inspect(con, job_file("toy_fulldomain.toml"))
+    assert out["rows"] == 12 and out["distinct"]["sex"] == 2 and out["current_k"] == 1
+    assert out["missing_from_hierarchies"] == []
+
+
+def test_report_has_ncp_dm_and_are(con, job_file):
+    job = job_file("toy_fulldomain.toml")
+    anon_duck.run(con, job)
+    rep = anon_duck.report(con, job)
+    assert 0 <= rep["ncp"]["ncp"] <= 1
+    assert rep["discernibility"]["min_class_size"] >= 2
+    assert rep["are"]["n_queries"] == 100 and rep["are"]["are"] >= 0
+
+
+# ---------------------------------------------------------------------------------------
+# bad input: a clear error naming the problem, and the database unchanged
+# ---------------------------------------------------------------------------------------
+def _expect_input_error(con, job, match):
+    before = user_tables(con)
+    with pytest.raises((InputError, JobError), match=match):
+        anon_duck.run(con, job)
+    assert user_tables(con) == before
+
+
+def test_unknown_table(con, job_file):
+    _expect_input_error(con, _with_table(job_file("toy_fulldomain.toml"), "nope"), "does not exist")
+
+
+def test_unknown_column(con, job_file):
+    _load_toy(con)
+    job = _with_table(job_file("toy_fulldomain.toml"), "patients")
+    ds = dataclasses.replace(job.dataset, sensitive="diagnosis")
+    _expect_input_error(con, dataclasses.replace(job, dataset=ds), "input.sensitive = 'diagnosis': no such column")
+
+
+def test_null_in_a_qi(con, job_file):
+    _load_toy(con)
+    con.execute("UPDATE patients SET sex = NULL WHERE pid = 3")
+    _expect_input_error(con, _with_table(job_file("toy_fulldomain.toml"), "patients"), r"'sex' has 1 NULL.*id 3")
+
+
+def test_value_missing_from_hierarchy(con, job_file):
+    _load_toy(con)
+    con.execute("UPDATE patients SET zip = 99999 WHERE pid = 3")
+    _expect_input_error(con, _with_table(job_file("toy_fulldomain.toml"), "patients"),
+                        r"'zip': 1 distinct value\(s\) are not leaves of hierarchy 'zip', e.g. '99999'")
+
+
+def test_k_larger_than_table(con, job_file):
+    _expect_input_error(con, job_file("toy_fulldomain.toml").with_params(k=13), "larger than the number of records")
+
+
+def test_k_below_two(con, job_file):
+    _expect_input_error(con, job_file("toy_fulldomain.toml").with_params(k=1), "method.k = 1: must be >= 2")
+
+
+def test_duplicate_ids(con, job_file):
+    _load_toy(con)
+    con.execute("UPDATE patients SET pid = 1 WHERE pid = 2")
+    _expect_input_error(con, _with_table(job_file("toy_fulldomain.toml"), "patients"), "1 duplicate id")
+
+
+def test_empty_table(con, job_file):
+    _load_toy(con)
+    con.execute("DELETE FROM patients")
+    _expect_input_error(con, _with_table(job_file("toy_fulldomain.toml"), "patients"), "no rows")
+
+
+def test_text_in_a_numeric_qi(con, job_file):
+    _load_toy(con)
+    con.execute("ALTER TABLE patients ALTER age TYPE VARCHAR")
+    _expect_input_error(con, _with_table(job_file("toy_fulldomain.toml"), "patients"), "declared numeric")
+
+
+HOSTILE = ['x"; DROP TABLE patients; --', "select", "année naïve", "a b.c", "`tick`", "it's"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_identifiers_are_data_not_sql(con, job_file, name):
+    """Table and column names with quotes, semicolons, keywords, spaces, dots and unicode go
+    through every template quoted; nothing is executed as SQL."""
+    job = job_file("toy_fulldomain.toml")
+    _load_toy(con, name)
+    con.execute(f"ALTER TABLE {ident(name)} RENAME COLUMN zip TO {ident(name)}")
+    qis = tuple(dataclasses.replace(q, column=name) if q.column == "zip" else q for q in job.dataset.qis)
+    ds = dataclasses.replace(job.dataset, source=Source(table=name), qis=qis)
+    job = dataclasses.replace(job, dataset=ds)
+    result = anon_duck.run(con, job)
+    assert result.verified
+    assert name in [r[0] for r in con.execute("DESCRIBE toy_k2_release").fetchall()]
+    assert [c.passed for c in anon_duck.verify(con, job)] == [True]
+    assert con.execute(f"SELECT count(*) FROM {ident(name)}").fetchone()[0] == 12
+
+
+def test_verify_reports_a_tampered_release(con, job_file):
+    job = job_file("toy_fulldomain.toml")
+    anon_duck.run(con, job)
+    con.execute("DELETE FROM toy_k2_release WHERE rowid IN (SELECT min(rowid) FROM toy_k2_release)")
+    checks = anon_duck.verify(con, job)
+    assert not checks[0].passed and checks[0].n_violations == 1
+    assert checks[0].violations[0]["class_size"] == 1
+
+
+def test_verify_without_a_release(con, job_file):
+    with pytest.raises(InputError, match="not in this database"):
+        api.verify(con, job_file("toy_fulldomain.toml"))
+
+
+@pytest.mark.slow
+def test_adult_fulldomain_verifies(con, job_file):
+    result = anon_duck.run(con, job_file("adult_fulldomain.toml"))
+    assert result.verified and result.facts["min_class"] >= 10
+    assert result.facts["levels"] == {"age": 4, "sex": 0, "race": 0, "marital_status": 1, "education": 3}

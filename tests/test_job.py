@@ -1,0 +1,102 @@
+"""Job files: every malformed file gets a JobError naming the key at fault."""
+from __future__ import annotations
+
+import pytest
+
+from anon_duck.errors import JobError
+from anon_duck.job import parse_job
+
+BASE = """
+[input]
+table = "patients"
+id = "pid"
+sensitive = "disease"
+
+[[input.qi]]
+column = "age"
+kind = "numeric"
+hierarchy = "age"
+
+[hierarchy.age]
+type = "interval"
+width = 5
+
+[method]
+name = "fulldomain"
+k = 2
+
+[release]
+name = "r1"
+"""
+
+
+def test_parses_roles_and_defaults():
+    job = parse_job(BASE)
+    assert job.dataset.source.table == "patients"
+    assert job.dataset.qis[0].column == "age" and job.dataset.qis[0].kind == "numeric"
+    assert job.hierarchies["age"].width == 5.0
+    assert job.method == "fulldomain" and job.params == {"k": 2}
+    assert job.release.seed == 0
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s + "\n[bogus]\nx = 1\n", "unknown key 'bogus'"),
+    (lambda s: s.replace('table = "patients"', 'table = "patients"\npath = "x.csv"'), "exactly one of table"),
+    (lambda s: s.replace('kind = "numeric"', 'kind = "float"'), "input.qi[0].kind"),
+    (lambda s: s.replace('hierarchy = "age"\n', 'hierarchy = "agex"\n'), "no [hierarchy.agex]"),
+    (lambda s: s.replace('width = 5', 'width = -1'), "hierarchy.age.width"),
+    (lambda s: s.replace('name = "r1"', 'name = "r1; DROP TABLE x"'), "release.name"),
+    (lambda s: s.replace('[method]\nname = "fulldomain"', '[method]'), "missing key 'name'"),
+    (lambda s: s.replace('sensitive = "disease"', 'sensitive = "age"'), "also a quasi-identifier"),
+    (lambda s: s.replace('[release]', '[settings]\nmemory_limit = "lots"\n[release]'), "settings.memory_limit"),
+    (lambda s: s.replace('[release]', '[settings]\nthreads = 0\n[release]'), "settings.threads"),
+    (lambda s: s + "\nseed = -3\n", "release.seed"),
+    (lambda s: s.replace('type = "interval"', 'type = "magic"'), "hierarchy.age.type"),
+    (lambda s: s.replace("[[input.qi]]", "[[input.qi]]\nweight = 2"), "input.qi[0].weight"),
+    (lambda s: s.replace('table = "patients"', 'path = "data.xlsx"'), "must be a .csv"),
+])
+def test_bad_job_files_name_the_key(edit, message):
+    with pytest.raises(JobError, match=re_escape(message)):
+        parse_job(edit(BASE))
+
+
+def test_malformed_toml():
+    with pytest.raises(JobError, match="malformed TOML"):
+        parse_job("[input\ntable = 1")
+
+
+def test_codes_only_job_has_no_person_table():
+    job = parse_job("""
+[input]
+[input.codes]
+path = "t.parquet"
+id = "tid"
+code = "item"
+[method]
+name = "disassociation"
+[release]
+name = "r"
+""")
+    assert job.dataset.source is None and job.dataset.id == "id"
+
+
+def test_codes_only_job_rejects_qis():
+    with pytest.raises(JobError, match="input.qi needs a person table"):
+        parse_job("""
+[input]
+[[input.qi]]
+column = "age"
+[input.codes]
+path = "t.parquet"
+id = "tid"
+code = "item"
+[method]
+name = "x"
+[release]
+name = "r"
+""")
+
+
+def re_escape(s: str) -> str:
+    import re
+    return re.escape(s)
