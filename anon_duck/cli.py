@@ -54,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true", help="print JSON")
     d = sub.add_parser("demo", help="run every method on bundled data and print a summary")
     d.set_defaults(func=_demo)
+    b = sub.add_parser("bench", help="run benchmark cases in fresh processes and write JSON + markdown")
+    b.add_argument("cases", nargs="*", help="case names (default: all)")
+    b.add_argument("--scale", type=float, default=1.0, help="data size factor (1 = the sizes the issues name)")
+    b.add_argument("--reps", type=int, default=3, help="repetitions per case")
+    b.add_argument("--quick", action="store_true", help="scale 0.01, one repetition: checks every case completes")
+    b.add_argument("--out", type=Path, default=Path("bench_out/results.json"), help="JSON output (markdown beside it)")
+    b.set_defaults(func=_bench)
     return p
 
 
@@ -110,6 +117,16 @@ def _inspect(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
     return run_demo()
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .bench.runner import run_cases, to_markdown, write
+    scale, reps = (0.01, 1) if args.quick else (args.scale, args.reps)
+    report = run_cases(args.cases, scale=scale, reps=reps, progress=lambda m: print(m, file=sys.stderr))
+    md = write(report, args.out)
+    print(to_markdown(report))
+    print(f"\n(written: {args.out}, {md})")
+    return 0
 
 
 def _print_violations(violations: list[dict], limit: int = 20) -> None:

@@ -43,7 +43,9 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
     ds = job.dataset
     if ds.source is None:
         return _prepare_without_person_table(backend, job, strict)
-    person = _relation(backend, ds.source, "input", scratch("input"))
+    # ids and categorical values are labels, never numbers: keep their spelling from CSV
+    text = [c for c in [ds.id, *(q.column for q in ds.qis if q.kind == "categorical"), ds.sensitive, ds.class_] if c]
+    person = _relation(backend, ds.source, "input", scratch("input"), text)
     columns = _columns(backend, person, "input", ds.source)
     role_columns = [("input.id", ds.id)] + [(f"input.qi[{i}].column", q.column) for i, q in enumerate(ds.qis)] + [
         ("input.sensitive", ds.sensitive), ("input.class", ds.class_)] + [
@@ -95,10 +97,11 @@ def _check_person_rows(backend: Backend, job: Job, person: tuple[str, ...]) -> i
         raise InputError(f"{where}: no rows, nothing to anonymize")
     for col, n_null in zip(checked, profile[1:-1]):
         if n_null:
+            by_id = ds.id if ds.id and col != ds.id else None   # a NULL id cannot name its row
             examples = [r[0] for r in backend.rows("inputs: NULL examples", render(
-                "inputs/null_examples.sql.j2", relation=person, column=col, id=ds.id))]
+                "inputs/null_examples.sql.j2", relation=person, column=col, id=by_id))]
             raise InputError(f"column {col!r} has {n_null} NULL value(s) (rows with "
-                             f"{'id' if ds.id else 'row number'} {', '.join(examples)}); "
+                             f"{'id' if by_id else 'row number'} {', '.join(examples)}); "
                              "anon_duck does not guess values: fill or drop them first")
     if profile[-1]:
         raise InputError(f"input.id = {ds.id!r}: {profile[-1]} duplicate id value(s); each person needs one row")
@@ -143,7 +146,9 @@ def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tup
     return hierarchies, coverage
 
 
-def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...]) -> tuple[str, ...]:
+def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...],
+              text_columns: Sequence[str] = ()) -> tuple[str, ...]:
+    """The relation a source names; a file is loaded into ``target`` (``text_columns`` read as text)."""
     if source.table is not None:
         return (source.table,)
     assert source.path is not None
@@ -151,7 +156,12 @@ def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...
         raise InputError(f"{key}.path = {str(source.path)!r}: no such file")
     fmt = "parquet" if ".parquet" in source.path.name.lower() else "csv"
     try:
-        backend.run(f"{key}: load {source.path.name}", render("inputs/load_file.sql.j2", target=target, format=fmt),
+        if fmt == "csv":   # only columns that exist can be typed; a missing one is reported by the role checks
+            present = {r[0] for r in backend.rows(f"{key}: sniff {source.path.name}",
+                                                  render("inputs/csv_columns.sql.j2"), {"path": str(source.path)})}
+            text_columns = [c for c in text_columns if c in present]
+        backend.run(f"{key}: load {source.path.name}", render("inputs/load_file.sql.j2", target=target, format=fmt,
+                                                              text_columns=list(dict.fromkeys(text_columns))),
                     {"path": str(source.path)})
     except AnonDuckError as err:
         raise InputError(f"{key}.path = {str(source.path)!r}: cannot read it as {fmt}: {err}") from err
@@ -186,7 +196,7 @@ def _codes(backend: Backend, job: Job, person: tuple[str, ...] | None, person_co
                                             id=job.dataset.id, code=spec.code, is_list=True))
         return target
     assert spec.source is not None and spec.id is not None
-    rel = _relation(backend, spec.source, "input.codes", scratch("codes_src"))
+    rel = _relation(backend, spec.source, "input.codes", scratch("codes_src"), [spec.id, spec.code])
     _require(_columns(backend, rel, "input.codes", spec.source),
              [("input.codes.id", spec.id), ("input.codes.code", spec.code)], spec.source.describe())
     backend.run("inputs: codes", render("inputs/normalize_codes.sql.j2", target=target, relation=rel,
@@ -198,7 +208,7 @@ def _codes(backend: Backend, job: Job, person: tuple[str, ...] | None, person_co
 def _events(backend: Backend, job: Job, person: tuple[str, ...] | None) -> tuple[str, ...]:
     spec = job.dataset.events
     assert spec is not None
-    rel = _relation(backend, spec.source, "input.events", scratch("events_src"))
+    rel = _relation(backend, spec.source, "input.events", scratch("events_src"), [spec.id, spec.code])
     cols = _columns(backend, rel, "input.events", spec.source)
     wanted = [("input.events.id", spec.id), ("input.events.code", spec.code), ("input.events.age", spec.age)]
     if spec.position:

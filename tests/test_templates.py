@@ -14,8 +14,9 @@ from anon_duck.sqlrender import ident, lit, qualified, recording, render, templa
 from conftest import JOBS
 
 DIALECTS = ("duckdb", "postgres", "spark", "bigquery", "snowflake")
-# Jobs whose runs (run + verify + report + inspect + export) exercise the templates.
-TOY_JOBS = sorted(JOBS.glob("toy_*.toml"))
+# Jobs whose runs (run + verify + report + inspect + export) exercise the templates: the
+# foundation toy and every method's toy job (<method>_toy.toml).
+TOY_JOBS = sorted(JOBS.glob("toy_*.toml")) + sorted(JOBS.glob("*_toy.toml"))
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def renderings(tmp_path_factory):
 
 
 def test_toy_jobs_exist():
-    assert TOY_JOBS, "fixtures/jobs/toy_*.toml drive this test"
+    assert TOY_JOBS, "fixtures/jobs/toy_*.toml and *_toy.toml drive this test"
 
 
 # Statements that only mean something to DuckDB itself (exporting into a DuckDB file).

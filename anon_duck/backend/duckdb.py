@@ -40,6 +40,13 @@ class DuckDBBackend:
         t0 = time.perf_counter()
         try:
             cur = self.con.execute(sql, dict(params) if params else None)
+        except (duckdb.InterruptException, RuntimeError) as err:
+            # DuckDB turns Ctrl-C during a query into its own error (InterruptException, or a
+            # bare RuntimeError "Query interrupted" from the Python client): surface it as the
+            # interrupt it is, so callers roll back and the CLI says "interrupted".
+            if isinstance(err, RuntimeError) and "interrupted" not in str(err).lower():
+                raise
+            raise KeyboardInterrupt(f"{stage}: interrupted") from err
         except duckdb.Error as err:
             raise AnonDuckError(f"{stage}: {err}") from err
         self.trace.append((stage, time.perf_counter() - t0))

@@ -13,6 +13,13 @@ from .base import Method
 # name -> (module, attribute). One line per method; the table README.md documents.
 _REGISTRY: dict[str, tuple[str, str]] = {
     "fulldomain": ("anon_duck.methods.fulldomain", "METHOD"),
+    "artuc": ("anon_duck.methods.artuc", "METHOD"),
+    "artuc_baseline": ("anon_duck.methods.artuc", "BASELINE"),
+    "artuc_rmr": ("anon_duck.methods.artuc", "RMR"),
+    "lkc": ("anon_duck.methods.lkc", "METHOD"),
+    "disassociation": ("anon_duck.methods.disassociation", "METHOD"),
+    "counterfeit": ("anon_duck.methods.counterfeit", "METHOD"),
+    "longitudinal": ("anon_duck.methods.longitudinal", "METHOD"),
 }
 
 

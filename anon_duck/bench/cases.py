@@ -1,0 +1,92 @@
+"""Benchmark cases. Each returns ``{"seconds": ..., "rows": ..., <figures>}``; ``seconds``
+times only the measured work (data generation and loading are excluded and cached)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import duckdb
+
+from ..backend import DuckDBBackend
+from ..sqlrender import render
+from ..verify import k_anonymity, l_diversity
+
+DATA = Path("bench_out") / "data"
+CASES: dict[str, Callable[[float], dict[str, Any]]] = {}
+# name -> (peer case, what it is compared with): the runner prints ratios for these pairs.
+PEERS: dict[str, str] = {}
+
+VERIFY_QIS = [90, 2, 5, 7, 16, 40, 14, 9]   # 8 QIs with Adult-like cardinalities
+
+
+def case(name: str, *, peer_of: str | None = None):
+    def register(fn: Callable[[float], dict[str, Any]]) -> Callable[[float], dict[str, Any]]:
+        CASES[name] = fn
+        if peer_of:
+            PEERS[name] = peer_of
+        return fn
+    return register
+
+
+def _synthetic(scale: float) -> tuple[Path, int]:
+    """1M × 8 QIs at scale 1 (cached Parquet)."""
+    n = int(1_000_000 * scale)
+    path = DATA / f"synthetic_qis_{n}.parquet"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with duckdb.connect() as con:
+            con.execute(render("bench/synthetic_qis.sql.j2", target=("t",), cardinalities=VERIFY_QIS, n_sensitive=6),
+                        {"n": n, "seed": 42})
+            con.execute(render("release/export_file.sql.j2", source=("t",), format="parquet"), {"path": str(path)})
+    return path, n
+
+
+def _loaded(scale: float) -> tuple[duckdb.DuckDBPyConnection, int]:
+    path, n = _synthetic(scale)
+    con = duckdb.connect()
+    con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})
+    return con, n
+
+
+QIS = [f"q{i}" for i in range(len(VERIFY_QIS))]
+
+
+@case("verify_k")
+def verify_k(scale: float) -> dict[str, Any]:
+    """Our k-anonymity verifier on 1M rows × 8 QIs (k = 5)."""
+    con, n = _loaded(scale)
+    t0 = time.perf_counter()
+    res = k_anonymity(DuckDBBackend(con), relation="t", qis=QIS, k=5)
+    return {"seconds": time.perf_counter() - t0, "rows": n, "min_class": res.detail.get("min_class_size"),
+            "violations": res.n_violations}
+
+
+@case("verify_l")
+def verify_l(scale: float) -> dict[str, Any]:
+    """Our distinct l-diversity verifier on the same data (l = 2)."""
+    con, n = _loaded(scale)
+    t0 = time.perf_counter()
+    res = l_diversity(DuckDBBackend(con), relation="t", qis=QIS, sensitive="sens", l=2)
+    return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
+
+
+@case("pycanon_k", peer_of="verify_k")
+def pycanon_k(scale: float) -> dict[str, Any]:
+    """pycanon's k_anonymity on the same data (a pandas DataFrame; loading excluded)."""
+    from pycanon import anonymity
+    con, n = _loaded(scale)
+    df = con.execute(render("bench/select_all.sql.j2", relation=("t",))).df()
+    t0 = time.perf_counter()
+    k = anonymity.k_anonymity(df, QIS)
+    return {"seconds": time.perf_counter() - t0, "rows": n, "min_class": int(k)}
+
+
+@case("pycanon_l", peer_of="verify_l")
+def pycanon_l(scale: float) -> dict[str, Any]:
+    from pycanon import anonymity
+    con, n = _loaded(scale)
+    df = con.execute(render("bench/select_all.sql.j2", relation=("t",))).df()
+    t0 = time.perf_counter()
+    anonymity.l_diversity(df, QIS, ["sens"])
+    return {"seconds": time.perf_counter() - t0, "rows": n}

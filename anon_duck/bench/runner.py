@@ -1,0 +1,67 @@
+"""Run cases × repetitions in fresh processes; summarize as JSON and a markdown table."""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import AnonDuckError
+from .cases import CASES, PEERS
+
+
+def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print) -> dict[str, Any]:
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        raise AnonDuckError(f"bench: unknown case {unknown[0]!r}; cases: {', '.join(sorted(CASES))}")
+    results: dict[str, Any] = {}
+    for name in names or sorted(CASES):
+        runs = []
+        for rep in range(reps):
+            progress(f"bench {name} (scale {scale:g}) repetition {rep + 1}/{reps}")
+            proc = subprocess.run([sys.executable, "-m", "anon_duck.bench.worker", name, str(scale)],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise AnonDuckError(f"bench case {name!r} failed:\n{proc.stderr[-2000:]}")
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        secs = [r["seconds"] for r in runs]
+        summary = {k: v for k, v in runs[-1].items() if k not in ("seconds", "peak_rss_mb")}
+        summary.update(min_s=min(secs), median_s=statistics.median(secs),
+                       peak_rss_mb=max(r["peak_rss_mb"] for r in runs), reps=reps)
+        if summary.get("rows"):
+            summary["rows_per_s"] = summary["rows"] / summary["median_s"] if summary["median_s"] else None
+        results[name] = summary
+    ratios = {f"{peer} / {ours}": results[peer]["median_s"] / results[ours]["median_s"]
+              for peer, ours in PEERS.items() if peer in results and ours in results and results[ours]["median_s"]}
+    return {"machine": _machine(), "scale": scale, "cases": results, "ratios": ratios}
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    lines = [f"Machine: {report['machine']}; scale {report['scale']:g}.", "",
+             "| case | rows | min s | median s | peak RSS MB | rows/s | figures |", "|---|---|---|---|---|---|---|"]
+    for name, r in report["cases"].items():
+        figures = ", ".join(f"{k}={v}" for k, v in r.items()
+                            if k not in ("rows", "min_s", "median_s", "peak_rss_mb", "rows_per_s", "reps"))
+        rps = f"{r['rows_per_s']:,.0f}" if r.get("rows_per_s") else "-"
+        lines.append(f"| {name} | {r.get('rows', '-'):,} | {r['min_s']:.3f} | {r['median_s']:.3f} | "
+                     f"{r['peak_rss_mb']:.0f} | {rps} | {figures} |")
+    if report["ratios"]:
+        lines += ["", "| peer / ours (median time) | ratio |", "|---|---|"]
+        lines += [f"| {k} | {v:.1f}× |" for k, v in report["ratios"].items()]
+    return "\n".join(lines)
+
+
+def write(report: dict[str, Any], out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, default=str))
+    md = out.with_suffix(".md")
+    md.write_text(to_markdown(report) + "\n")
+    return md
+
+
+def _machine() -> str:
+    import os
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

@@ -1,0 +1,89 @@
+"""Disassociation of diagnosis-code sets: k^m-anonymity without generalization (seed 001).
+
+DISASSOCIATION (Fig. 6): HORPART splits the records into clusters (:mod:`.horpart`),
+VERPART splits every cluster's codes into k^m-anonymous record chunks and an item chunk
+(:mod:`.verpart`, driven by :mod:`.chunks`), refining builds shared chunks over joint
+clusters (:func:`.chunks.refine`). The release (:mod:`.release`) publishes every original
+code unchanged, in chunks whose subrecords cannot be linked. The independent audit is
+:mod:`anon_duck.verify_disassociation`; reconstructions and utility measures are
+:mod:`.report`.
+
+References
+----------
+.. [1] Loukides, Liagouris, Gkoulalas-Divanis, Terrovitis. Disassociation for electronic
+   health record privacy. J. Biomed. Inform. 50 (2014). Seed 001_0e88561c6a734786.
+.. [2] Terrovitis, Liagouris, Mamoulis, Skiadopoulos. Privacy preservation by
+   disassociation. PVLDB 5(10), 2012.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...backend.base import Backend
+from ...inputs import Inputs
+from ...job import Job
+from ...verify import CheckResult
+from ...verify_disassociation import audit
+from ..base import Progress, Staged, check_k
+from .chunks import cluster_masks, refine, vertical_partitioning
+from .encoding import Records, encode
+from .horpart import horpart, merge_small
+from .params import DisParams, check_params
+from .policy import Policy, build_policy
+from .release import Structure, stage
+from .report import disassociation_report
+
+
+def disassociate(rec: Records, policy: Policy, params: DisParams, progress: Progress) -> tuple[Structure, dict[str, Any]]:
+    """Fig. 6 of [1] on the encoded dataset; returns the private structure and facts."""
+    h = horpart(rec, policy.constraint_of, params.max_cluster_size, progress)          # line 1
+    n_horpart = h.n_clusters
+    if params.merge_small:
+        h = merge_small(h, params.k, params.max_cluster_size)                                                  # digest A7
+    masks = cluster_masks(rec, h.label, h.n_clusters)
+    record_chunks, items = vertical_partitioning(masks, params.k, params.m, policy.constraint_of,
+                                                 params.unconstrained_order, progress)   # lines 2-3
+    sizes = h.sizes()
+    if params.refine:                                                                  # line 4
+        shared, group_of, passes = refine(items, record_chunks, sizes, params.k, params.m, policy.constraint_of,
+                                          params.unconstrained_order, progress)
+    else:
+        shared, group_of, passes = [], np.arange(h.n_clusters, dtype=np.int64), 0
+    structure = Structure(h.label, group_of, record_chunks, shared, [sorted(it) for it in items])
+    facts = {"records": rec.n, "codes": rec.n_codes, "policy": params.policy,
+             "constraints": policy.n_constraints, "horpart_clusters": n_horpart, "clusters": h.n_clusters,
+             "min_cluster": int(sizes.min()), "max_cluster": int(sizes.max()),
+             "record_chunks": len(record_chunks), "shared_chunks": len(shared),
+             "joint_clusters": int(np.unique(group_of).size), "refine_passes": passes,
+             "item_chunk_codes": int(sum(len(it) for it in items)), "codes_suppressed": 0,
+             "root_split": rec.codes[h.trace[0][1]] if h.trace else None}
+    return structure, facts
+
+
+class Disassociation:
+    name = "disassociation"
+    summary = "disassociation of set-valued codes into k^m-anonymous chunks (seed 001: HORPART, VERPART, REFINE)"
+
+    def check_params(self, job: Job) -> DisParams:
+        return check_params(job)
+
+    def anonymize(self, backend: Backend, job: Job, inputs: Inputs, params: DisParams, progress: Progress) -> Staged:
+        assert inputs.codes is not None   # check_params required the codes role
+        rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
+        check_k(params.k, rec.n, "records (persons)")
+        policy = build_policy(backend, job, params, rec)
+        structure, facts = disassociate(rec, policy, params, progress)
+        return Staged(stage(backend, structure, job.release.seed), facts)
+
+    def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
+               params: DisParams) -> list[CheckResult]:
+        return audit(backend, tables, k=params.k, m=params.m)
+
+    def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
+               params: DisParams) -> dict[str, Any]:
+        return disassociation_report(backend, job, inputs, tables, params)
+
+
+METHOD = Disassociation()

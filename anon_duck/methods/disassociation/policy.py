@@ -1,0 +1,106 @@
+"""Utility policies U (seed 001 §3.1, §6.1; digest §5.5 and decision A15).
+
+A policy is a set of pairwise-disjoint utility constraints, here one number per code:
+``constraint_of[cid]`` is the constraint of code ``cid`` or -1 (codes need not be covered).
+
+* ``explicit``: the job's ``[method.constraints]`` table (the paper's Fig. 3b).
+* ``level1/2/3`` (hierarchy-based): one constraint per ancestor at ICD depth 3/2/1
+  (category / section / chapter of the built-in trees); a code shallower than that depth is
+  its own constraint (3-digit data under level 1).
+* ``sim`` (similarity-based): codes in ICD order cut into consecutive blocks of ``sim_size``.
+* ``sup`` (frequency-based): frequent itemsets at ``sup_percent`` % of the records, mined
+  level-wise in SQL, kept greedily by (size desc, support desc, codes asc) when disjoint from
+  those already kept.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...backend.base import Backend
+from ...errors import InputError
+from ...hierarchy import CLOSURE, NODES
+from ...job import Job
+from ...sqlrender import render
+from .encoding import CODE, PAIR, Records
+from .params import DisParams
+
+_LEVEL_DEPTH = {"level1": 3, "level2": 2, "level3": 1}
+
+
+@dataclass(frozen=True)
+class Policy:
+    constraint_of: np.ndarray      # int64 per cid, -1 = no constraint
+    names: list[str]               # constraint id of each constraint number
+
+    @property
+    def n_constraints(self) -> int:
+        return len(self.names)
+
+
+def build_policy(backend: Backend, job: Job, params: DisParams, rec: Records) -> Policy:
+    if params.policy == "none":
+        return Policy(np.full(rec.n_codes, -1, dtype=np.int64), [])
+    if params.policy == "explicit":
+        return _explicit(params, rec)
+    if params.policy in _LEVEL_DEPTH:
+        g = backend.fetch(f"disassociation: policy {params.policy}", render(
+            "disassociation/policy_level.sql.j2", code=CODE, closure=CLOSURE, node=NODES),
+            {"hierarchy": job.dataset.codes.hierarchy, "depth": _LEVEL_DEPTH[params.policy]})
+        return _from_groups(rec, g["cid"], g["grp"].astype(str))
+    if params.policy == "sim":
+        g = backend.fetch("disassociation: policy sim", render("disassociation/policy_sim.sql.j2", code=CODE),
+                          {"s": params.sim_size})
+        return _from_groups(rec, g["cid"], np.char.add("sim", g["grp"].astype(str)))
+    return _frequent_itemsets(backend, rec, params.sup_percent)
+
+
+def _explicit(params: DisParams, rec: Records) -> Policy:
+    index = rec.index_of()
+    constraint_of = np.full(rec.n_codes, -1, dtype=np.int64)
+    unknown = []
+    for u, (uid, codes) in enumerate(params.constraints):
+        for c in codes:
+            if c in index:
+                constraint_of[index[c]] = u
+            else:
+                unknown.append(f"{c!r} (method.constraints.{uid})")
+    if unknown:
+        raise InputError(f"method.constraints: {len(unknown)} code(s) occur in no record, e.g. "
+                         f"{', '.join(unknown[:5])}; a utility constraint is a set of codes of the data")
+    return Policy(constraint_of, [uid for uid, _ in params.constraints])
+
+
+def _from_groups(rec: Records, cid: np.ndarray, group: np.ndarray) -> Policy:
+    names, number = np.unique(group, return_inverse=True)
+    constraint_of = np.full(rec.n_codes, -1, dtype=np.int64)
+    constraint_of[cid.astype(np.int64)] = number
+    return Policy(constraint_of, names.tolist())
+
+
+def _frequent_itemsets(backend: Backend, rec: Records, sup_percent: float) -> Policy:
+    """Digest A15 "sup x": all frequent itemsets (level-wise, Apriori-pruned: size j only
+    uses codes of frequent (j-1)-itemsets), greedy disjoint selection."""
+    sigma = max(1, math.ceil(sup_percent / 100.0 * rec.n))
+    found: list[tuple[int, int, tuple[int, ...]]] = []      # (size, support, cids)
+    size = 1
+    while True:
+        bound: dict[str, object] = {"sigma": sigma}
+        if size > 1:
+            bound["allowed"] = sorted({c for _, _, s in found if len(s) == size - 1 for c in s})
+        rows = backend.fetch(f"disassociation: frequent itemsets of size {size}", render(
+            "disassociation/frequent_itemsets.sql.j2", pair=PAIR, size=size, previous=size > 1), bound)
+        if rows["support"].size == 0:
+            break
+        found += [(size, int(s), tuple(int(c) for c in items)) for s, items in zip(rows["support"], rows["items"])]
+        size += 1
+    found.sort(key=lambda f: (-f[0], -f[1], f[2]))
+    constraint_of = np.full(rec.n_codes, -1, dtype=np.int64)
+    names: list[str] = []
+    for _, _, items in found:
+        if all(constraint_of[c] < 0 for c in items):
+            constraint_of[list(items)] = len(names)
+            names.append("{" + ",".join(rec.codes[list(items)].tolist()) + "}")
+    return Policy(constraint_of, names)

@@ -1,0 +1,242 @@
+"""MDAV' (Algorithm 3 of seed 004) and formCluster (Algorithm 4).
+
+D, the pool of remaining records, is kept grouped by distinct trajectory value: the distance
+of a record depends only on its trajectory, so each scan aligns every distinct value once
+(batched in numpy, :func:`align.ags_costs`), and records of one value leave the pool in
+ascending record order. Ties of "most frequent", argmax and argmin go to the value holding
+the smallest remaining record (spec A5); "most frequent" is ordered-sequence equality (A10).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+
+from ..base import Progress
+from .align import Alignment, Bucket, Offsets, PairSet, XTables, ags, baseline, baseline_costs
+from .costs import CostModel
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One cluster C of formCluster: its members (in the order they joined, seed first) and
+    the final representative W~ with the chain's accumulated ILM/ALM (step 8)."""
+
+    members: np.ndarray
+    codes: np.ndarray
+    ages: np.ndarray
+    i: int
+    a: int
+    n_i: int
+    n_a: int
+
+
+@dataclass(frozen=True)
+class Trajectories:
+    """The distinct trajectory values of D (padded node ids) and each record's value."""
+
+    codes: np.ndarray      # (n_traj, max_len)
+    ages: np.ndarray       # (n_traj, max_len)
+    length: np.ndarray     # (n_traj,)
+    of_record: np.ndarray  # (n_records,) trajectory id of record rec = 0..n-1
+
+    @classmethod
+    def from_pairs(cls, traj: np.ndarray, seq: np.ndarray, code: np.ndarray, age: np.ndarray,
+                   of_record: np.ndarray) -> "Trajectories":
+        n_traj = int(of_record.max()) + 1 if of_record.size else 0
+        length = np.bincount(traj, minlength=n_traj).astype(np.int64)
+        width = int(length.max()) if length.size else 0
+        codes = np.zeros((n_traj, width), dtype=np.int64)
+        ages = np.zeros((n_traj, width), dtype=np.int64)
+        codes[traj, seq] = code
+        ages[traj, seq] = age
+        return cls(codes, ages, length, of_record.astype(np.int64))
+
+    def pairs(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        n = int(self.length[t])
+        return self.codes[t, :n], self.ages[t, :n]
+
+
+class Pool:
+    """D of Algorithms 3-4: the records not yet in a cluster.
+
+    A-GS scans are exact but pruned (spec §3.2): Algorithm 4's argmin needs the exact cost
+    only of the values whose lower bound (:class:`XTables`) does not exceed a cost already
+    reached, and Algorithm 3's argmax only of those whose upper bound (suppress both
+    trajectories entirely, SUPX(m) + SUPY(n), a feasible alignment) reaches the best cost
+    found so far. Every value that can attain or tie the optimum is aligned exactly, so the
+    result, ties included, is that of the full scan."""
+
+    FIRST_ROUND = 64        # values aligned first (best bounds) to get the pruning threshold
+
+    def __init__(self, model: CostModel, trajs: Trajectories, alignment: str) -> None:
+        self.model, self.trajs = model, trajs
+        self.alignment = alignment
+        self.align = ags if alignment == "ags" else baseline
+        of = trajs.of_record
+        self.by_traj = np.lexsort((np.arange(of.size), of))       # records grouped by value, ascending
+        n_traj = trajs.length.size
+        self.start = np.concatenate(([0], np.cumsum(np.bincount(of, minlength=n_traj))))
+        self.taken = np.zeros(n_traj, dtype=np.int64)
+        self.count = np.diff(self.start)
+        self.size = int(of.size)
+        width = trajs.codes.shape[1]
+        self.dtype = np.int32 if model.max_total(2 * width + 2) < 2 ** 31 else np.int64
+        valid = np.arange(width)[None, :] < trajs.length[:, None]
+        self.pairs = PairSet.create(model, trajs.codes[valid], trajs.ages[valid])
+        self.pid = np.ascontiguousarray(self.pairs.ids(trajs.codes, trajs.ages, valid).T)   # (width, n_traj)
+        self.sup_y = np.where(valid, model.sup(trajs.codes, trajs.ages), 0).sum(axis=1)
+        self.buckets = _make_buckets(model, trajs, self.pairs, self.dtype)
+
+    def first_record(self, t: np.ndarray) -> np.ndarray:
+        """Smallest remaining record of each value in ``t`` (the tie-break key)."""
+        pos = np.minimum(self.start[t] + self.taken[t], self.by_traj.size - 1)
+        return self.by_traj[pos]
+
+    def take(self, t: int) -> int:
+        """Remove the smallest remaining record with value t from D."""
+        rec = int(self.by_traj[self.start[t] + self.taken[t]])
+        self.taken[t] += 1
+        self.count[t] -= 1
+        self.size -= 1
+        return rec
+
+    def most_frequent(self) -> int:
+        """Algorithm 3 steps 3/12: the value with the most remaining records."""
+        alive = np.flatnonzero(self.count > 0)
+        best = self.count[alive].max()
+        ties = alive[self.count[alive] == best]
+        return int(ties[np.argmin(self.first_record(ties))])
+
+    def live_buckets(self) -> list[tuple[Bucket, np.ndarray | None]]:
+        """The buckets holding values still in D, each with the mask of its live values
+        (``None``: all live). A bucket drops its dead values once half of them are dead."""
+        live = []
+        for b in self.buckets:
+            alive = self.count[b.traj] > 0
+            if not alive.any():
+                continue
+            if alive.mean() < 0.5:
+                b.keep(alive)
+                live.append((b, None))
+            else:
+                live.append((b, None if alive.all() else alive))
+        return live
+
+    def distances(self, codes: np.ndarray, ages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(value ids, i + a of aligning X with each) for every value still in D: Baseline's
+        scan, a handful of gathers per value."""
+        ts, ds = [], []
+        for b, alive in self.live_buckets():
+            cost = baseline_costs(self.model, codes, ages, b)
+            ts.append(b.traj if alive is None else b.traj[alive])
+            ds.append(cost if alive is None else cost[alive])
+        return np.concatenate(ts), np.concatenate(ds)
+
+    def farthest(self, codes: np.ndarray, ages: np.ndarray) -> int:
+        """Algorithm 3 steps 4/7/13: argmax over D of the alignment cost with X."""
+        if self.alignment != "ags":
+            t, d = self.distances(codes, ages)
+            return self._first(t[d == d.max()])
+        tables = XTables.create(self.model, self.pairs, codes, ages, self.dtype)
+        t = np.concatenate([b.traj if alive is None else b.traj[alive] for b, alive in self.live_buckets()])
+        return self._pruned(tables, t, -(self.sup_y[t] + tables.sup_x), -1)
+
+    def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
+        """Algorithm 4 step 3: argmin over D of the alignment cost with the representative."""
+        if self.alignment != "ags":
+            t, d = self.distances(codes, ages)
+            return self._first(t[d == d.min()])
+        tables = XTables.create(self.model, self.pairs, codes, ages, self.dtype)
+        ts, bounds = [], []
+        for b, alive in self.live_buckets():
+            low = tables.lower_bound(b.pid, b.length)
+            ts.append(b.traj if alive is None else b.traj[alive])
+            bounds.append(low if alive is None else low[alive])
+        return self._pruned(tables, np.concatenate(ts), np.concatenate(bounds), 1)
+
+    def _pruned(self, tables: XTables, t: np.ndarray, bound: np.ndarray, sign: int) -> int:
+        """argmin over ``t`` of ``sign * cost`` given ``bound <= sign * cost`` for each value:
+        align the values with the best bounds first; their best cost is a threshold that no
+        value with a larger bound can reach, then align the rest up to that threshold."""
+        first = np.argpartition(bound, self.FIRST_ROUND)[:self.FIRST_ROUND] if t.size > self.FIRST_ROUND \
+            else np.arange(t.size)
+        d_first = sign * self._costs(tables, t[first])
+        todo = bound <= d_first.min()
+        todo[first] = False
+        rest = np.flatnonzero(todo)
+        d = np.concatenate((d_first, sign * self._costs(tables, t[rest])))
+        cand = np.concatenate((t[first], t[rest]))
+        return self._first(cand[d == d.min()])
+
+    def _costs(self, tables: XTables, t: np.ndarray) -> np.ndarray:
+        """Exact A-GS totals of X with the values ``t``, in one block as wide as the longest."""
+        width = int(self.trajs.length[t].max()) if t.size else 0
+        return tables.costs(self.pid[:width][:, t], self.trajs.length[t], self.sup_y[t])
+
+    def _first(self, ties: np.ndarray) -> int:
+        """Tie rule (spec A5): the value holding the smallest remaining record."""
+        return int(ties[np.argmin(self.first_record(ties))])
+
+    def remaining_records(self) -> np.ndarray:
+        alive = np.flatnonzero(self.count > 0)
+        parts = [self.by_traj[self.start[t] + self.taken[t]: self.start[t + 1]] for t in alive]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _make_buckets(model: CostModel, trajs: Trajectories, pairs: PairSet, dtype: type) -> list[Bucket]:
+    """Group the values by length so padding stays small (a bucket's widest member is at most
+    ~1.25x its shortest, or 2 pairs longer)."""
+    order = np.argsort(trajs.length, kind="stable")
+    lengths = trajs.length[order]
+    buckets, lo = [], 0
+    while lo < order.size:
+        limit = max(int(lengths[lo] * 1.25), int(lengths[lo]) + 2)
+        hi = int(np.searchsorted(lengths, limit, side="right"))
+        idx = order[lo:hi]
+        width = int(lengths[hi - 1])
+        buckets.append(Bucket.create(model, idx.astype(np.int64), trajs.codes[idx, :width], trajs.ages[idx, :width],
+                                     trajs.length[idx], dtype, pairs))
+        lo = hi
+    return buckets
+
+
+def form_cluster(pool: Pool, t: int, n: int) -> Cluster:
+    """formCluster(W, n): Algorithm 4. The seed W leaves D (step 1); n - 1 times the record
+    nearest to the running representative W~ joins and W~ becomes their alignment, carrying
+    the chain's ILM/ALM as offsets (steps 2-6). Every member is released as W~ (step 7)."""
+    members = [pool.take(t)]                                                   # step 1
+    codes, ages = pool.trajs.pairs(t)
+    acc = Alignment(codes, ages, 0, 0, 0, 0)
+    for _ in range(n - 1):                                                     # step 2
+        z = pool.nearest(acc.codes, acc.ages)                                  # step 3
+        zc, za = pool.trajs.pairs(z)
+        acc = pool.align(pool.model, acc.codes, acc.ages, zc, za,
+                         Offsets(acc.i, acc.a, acc.n_i, acc.n_a))             # step 4
+        members.append(pool.take(z))                                           # step 5
+    return Cluster(np.array(members, dtype=np.int64), acc.codes, acc.ages, acc.i, acc.a, acc.n_i, acc.n_a)
+
+
+def mdav(pool: Pool, k: int, *, final_pick: str, rng: np.random.Generator, progress: Progress) -> list[Cluster]:
+    """MDAV'(D): Algorithm 3 (steps 1-19; step 20's ratios are computed by the caller)."""
+    total = pool.size
+    clusters: list[Cluster] = []
+
+    def emit(c: Cluster) -> None:
+        clusters.append(c)
+        progress("MDAV'", total - pool.size, total)
+
+    while pool.size >= 3 * k:                                                  # step 2
+        f = pool.most_frequent()                                               # step 3
+        x = pool.farthest(*pool.trajs.pairs(f))                                # step 4
+        emit(form_cluster(pool, x, k))                                         # steps 5-6
+        y = pool.farthest(*pool.trajs.pairs(x))                                # step 7
+        emit(form_cluster(pool, y, k))                                         # steps 8-9
+    while pool.size >= 2 * k:                                                  # step 11
+        f = pool.most_frequent()                                               # step 12
+        x = pool.farthest(*pool.trajs.pairs(f))                                # step 13
+        emit(form_cluster(pool, x, k))                                         # steps 14-15
+    if pool.size:
+        remaining = pool.remaining_records()                                   # step 17
+        r = int(remaining[0]) if final_pick == "lowest_id" else int(rng.choice(remaining))
+        emit(form_cluster(pool, int(pool.trajs.of_record[r]), pool.size))     # steps 18-19
+    return clusters

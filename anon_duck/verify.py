@@ -1,0 +1,447 @@
+"""Independent verifiers: each privacy model checked on the released relation only.
+
+A verifier is one SQL query (``sql/verify/<model>_violations.sql.j2``) that returns the
+offending groups; zero rows means the release passes (dbt-utils' generic tests work the same
+way). It never reuses a number the anonymizer computed and never imports a method, so a bug
+in an anonymizer (wrong label mapping, a class merged twice, ...) shows up here as evidence:
+the violating rows themselves.
+
+Every verifier returns a :class:`CheckResult`. ``n_violations`` is the total number of
+violating rows, counted in SQL by a window over the whole result before ``LIMIT``;
+``violations`` holds the first ``limit`` of them (as ``{column: value}`` dicts, QI values
+under their own column names); ``detail`` holds the summary a reader wants next to a pass
+(e.g. the smallest class).
+
+Conventions shared by all verifiers:
+
+* A relation is a name (``"release"``) or a tuple of name parts (``("main", "release")``);
+  the parts are quoted one by one and never split on dots.
+* Every column name is quoted (sqlglot), so any name a table can have works.
+* NULL in a column a verifier groups or joins on raises :class:`~anon_duck.errors.InputError`
+  naming the column and the number of NULL rows. A NULL QI would silently form a class of its
+  own (or vanish from a join), which is never what a published release should contain; the
+  release must mark suppressed values with a label instead.
+* Output columns are aliased positionally inside SQL (``q_0``, ``q_1``, ...), so a QI called
+  ``n`` or ``class_size`` cannot collide with the verifier's own columns in SQL. In the
+  Python dicts the QIs get their real names back; a QI whose name equals one of the
+  verifier's reserved keys (listed per function) is refused with an InputError.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Iterable, Mapping, Sequence
+
+from .backend.base import Backend
+from .errors import InputError
+from .sqlrender import render
+
+Relation = str | Sequence[str]
+
+__all__ = ["CheckResult", "k_anonymity", "l_diversity", "km_anonymity", "kkm_anonymity", "lkc_privacy",
+           "lkc_groups", "lkc_subsets"]
+
+
+@dataclass
+class CheckResult:
+    """Outcome of one verifier: ``passed`` iff ``n_violations == 0``. ``violations`` holds at
+    most ``limit`` rows (the evidence), ``n_violations`` counts all of them."""
+
+    name: str
+    passed: bool
+    n_violations: int
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------
+# k-anonymity and l-diversity
+# ------------------------------------------------------------------------------------------
+def k_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], k: int,
+                limit: int = 20) -> CheckResult:
+    """k-anonymity: every equivalence class of the QI tuple has at least ``k`` rows.
+
+    Violations are the classes with fewer than ``k`` rows, smallest first:
+    ``{<qi>: value, ..., "class_size": n}``. NULL in a QI raises InputError naming the column
+    (see the module docstring). ``detail``: n_rows, n_classes, min_class_size,
+    max_class_size, k. Reserved key: ``class_size``.
+    """
+    name = "k_anonymity"
+    qis = _names(name, "qis", qis)
+    _positive(name, "k", k)
+    _reserved(name, qis, ("class_size",))
+    _refuse_nulls(backend, name, relation, qis)
+    rows = backend.rows(f"verify {name}", render("verify/k_anonymity_violations.sql.j2", relation=relation, qis=qis),
+                        {"k": int(k), "limit": _sql_limit(limit)})
+    violations = [{**_qi_dict(qis, r), "class_size": r[len(qis)]} for r in rows]
+    summary = _class_summary(backend, name, relation, qis, None)
+    return _result(name, rows, violations, limit, {**summary, "k": int(k)})
+
+
+def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sensitive: str, l: int,
+                limit: int = 20) -> CheckResult:
+    """Distinct l-diversity: every equivalence class holds at least ``l`` distinct values of
+    ``sensitive``.
+
+    Violations are the classes with fewer distinct values, least diverse first:
+    ``{<qi>: value, ..., "class_size": n, "n_distinct": d}``. NULL in a QI or in the
+    sensitive column raises InputError (a NULL would be ignored by ``count(DISTINCT)`` and
+    make a class look less diverse than its rows are). ``detail``: n_rows, n_classes,
+    min_class_size, max_class_size, min_distinct_sensitive, l. Reserved keys: ``class_size``,
+    ``n_distinct``.
+    """
+    name = "l_diversity"
+    qis = _names(name, "qis", qis)
+    sensitive = _name(name, "sensitive", sensitive)
+    _positive(name, "l", l)
+    if sensitive in qis:
+        raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
+    _reserved(name, qis, ("class_size", "n_distinct"))
+    _refuse_nulls(backend, name, relation, [*qis, sensitive])
+    rows = backend.rows(f"verify {name}", render("verify/l_diversity_violations.sql.j2", relation=relation, qis=qis,
+                                                 sensitive=sensitive),
+                        {"l": int(l), "limit": _sql_limit(limit)})
+    n = len(qis)
+    violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1]} for r in rows]
+    summary = _class_summary(backend, name, relation, qis, sensitive)
+    return _result(name, rows, violations, limit, {**summary, "l": int(l)})
+
+
+# ------------------------------------------------------------------------------------------
+# k^m-anonymity and (k, k^m)-anonymity (set-valued data)
+# ------------------------------------------------------------------------------------------
+def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col: str, k: int, m: int,
+                 group_cols: Sequence[str] = (), limit: int = 20) -> CheckResult:
+    """k^m-anonymity (Terrovitis et al. 2008) of long-format set-valued data, per group.
+
+    ``relation`` has one row per (record id, code), plus optional ``group_cols`` (e.g. a
+    cluster or equivalence-class id, repeated on each of the record's rows). A record is a
+    distinct id; its itemsets are the sets of 1..m of its distinct codes. Every itemset that
+    occurs must be contained in at least ``k`` records of the same group; with no group
+    columns the whole relation is one group.
+
+    All violating itemsets are reported (not only the minimal ones, although every superset
+    of a violating itemset that occurs is itself violating):
+    ``{<group col>: value, ..., "size": s, "items": [sorted codes], "support": n}``. NULL ids,
+    codes or group values raise InputError. ``detail``: n_rows, n_records, k, m. Reserved
+    keys: ``size``, ``items``, ``support``.
+    """
+    name = "km_anonymity"
+    id_col, code_col = _name(name, "id_col", id_col), _name(name, "code_col", code_col)
+    group_cols = _names(name, "group_cols", group_cols, allow_empty=True)
+    _positive(name, "k", k)
+    _positive(name, "m", m)
+    _distinct_names(name, [id_col, code_col, *group_cols])
+    _reserved(name, group_cols, ("size", "items", "support"))
+    n_rows, _, distinct = _refuse_nulls(backend, name, relation, [id_col, code_col, *group_cols], distinct=[id_col])
+    rows = backend.rows(f"verify {name}", render("verify/km_anonymity_violations.sql.j2", relation=relation,
+                                                 id_col=id_col, code_col=code_col, group_cols=group_cols, m=int(m)),
+                        {"k": int(k), "limit": _sql_limit(limit)})
+    g = len(group_cols)
+    violations = [{**_qi_dict(group_cols, r), "size": r[g], "items": list(r[g + 1]), "support": r[g + 2]}
+                  for r in rows]
+    return _result(name, rows, violations, limit,
+                   {"n_rows": n_rows, "n_records": distinct[id_col], "k": int(k), "m": int(m)})
+
+
+def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], codes_relation: Relation,
+                  id_col: str, code_col: str, k: int, m: int, limit: int = 20) -> CheckResult:
+    """(k, k^m)-anonymity (seed 000, Definition 1) through its two sufficient conditions.
+
+    ``relation`` has one row per published record: ``id_col`` and the generalized QIs; a
+    class is a distinct generalized QI tuple. ``codes_relation`` is long format
+    ``(id_col, code_col)``; records are joined to their class by id (codes of ids that are not
+    in ``relation`` are ignored; a record without codes still counts towards its class).
+
+    * kind ``'class'`` (Condition 1): a class with fewer than ``k`` records;
+    * kind ``'itemset'`` (Condition 2): inside a class, an itemset of 1..m distinct codes that
+      occurs in fewer than ``k`` of the class's records. Only classes that pass Condition 1
+      are searched: in a smaller class every itemset fails trivially, and listing them all
+      would bury the evidence. So ``passed`` is exact, and each failing class shows up either
+      as one 'class' row or through its rare itemsets.
+
+    Violations: ``{"kind", <qi>: value, ..., "class_size", "size", "items", "support"}``
+    (``size``/``items``/``support`` are None for ``'class'`` rows). NULL QIs, ids or codes and
+    duplicate ids in ``relation`` raise InputError. ``detail``: n_records, n_classes,
+    min_class_size, max_class_size, k, m, and the count of each kind among the reported rows.
+    Reserved keys: ``kind``, ``class_size``, ``size``, ``items``, ``support``.
+    """
+    name = "kkm_anonymity"
+    qis = _names(name, "qis", qis)
+    id_col, code_col = _name(name, "id_col", id_col), _name(name, "code_col", code_col)
+    _positive(name, "k", k)
+    _positive(name, "m", m)
+    if id_col in qis:
+        raise InputError(f"{name}: the id column {id_col!r} is also a QI")
+    _reserved(name, qis, ("kind", "class_size", "size", "items", "support"))
+    n_rows, _, distinct = _refuse_nulls(backend, name, relation, [id_col, *qis], distinct=[id_col])
+    if distinct[id_col] != n_rows:
+        raise InputError(f"{name}: {n_rows - distinct[id_col]} duplicate value(s) in id column {id_col!r} of the "
+                         "record relation; it must hold one row per record")
+    _refuse_nulls(backend, name, codes_relation, [id_col, code_col])
+    rows = backend.rows(f"verify {name}", render("verify/kkm_anonymity_violations.sql.j2", relation=relation, qis=qis,
+                                                 codes_relation=codes_relation, id_col=id_col, code_col=code_col,
+                                                 m=int(m)),
+                        {"k": int(k), "limit": _sql_limit(limit)})
+    n = len(qis)
+    violations = [{"kind": r[0], **_qi_dict(qis, r[1:]), "class_size": r[n + 1], "size": r[n + 2],
+                   "items": None if r[n + 3] is None else list(r[n + 3]), "support": r[n + 4]} for r in rows]
+    summary = _class_summary(backend, name, relation, qis, None)
+    summary["n_records"] = summary.pop("n_rows")
+    return _result(name, rows, violations, limit, {**summary, "k": int(k), "m": int(m)})
+
+
+# ------------------------------------------------------------------------------------------
+# LKC-privacy
+# ------------------------------------------------------------------------------------------
+def lkc_privacy(backend: Backend, *, relation: Relation, qis: Sequence[str], sensitive: str | None,
+                sensitive_values: Sequence[Any] | None = None, L: int, K: int, C: float | Fraction | str,
+                max_sets: int = 256, paranoid: bool = False, limit: int = 20) -> CheckResult:
+    """LKC-privacy (seed 003, Definition 3.1) of a released relation.
+
+    For every qid over at most ``L`` QIs: ``|T[qid]| >= K`` and, for every sensitive value
+    ``s`` in ``sensitive_values`` (None = every value of ``sensitive``; an empty list, or
+    ``sensitive=None``, checks only K), ``|T[qid ∧ s]| / |T[qid]| <= C``.
+
+    Which subsets are checked (spec §2.3): by default every subset of size
+    ``min(L, |active|)`` of the *active* QIs, those with more than one distinct value in the
+    relation (counted in SQL first). A constant column never splits a group, and a group over
+    a smaller qid is a disjoint union of groups over its supersets, so this is exact. With
+    ``paranoid=True`` every subset of every size 1..L of all QIs is checked instead: slower,
+    and used by the tests to cross-check the reduction.
+
+    The subsets become ``GROUP BY GROUPING SETS``, at most ``max_sets`` per statement:
+    DuckDB's peak memory grows by about 2 MB per grouping set in one statement (spec §7.3:
+    ~0.6 GB at 250 sets, out of memory at 18,564), so large checks run as several statements
+    whose violations are concatenated here. C is compared exactly, in 128-bit integers:
+    ``n_s * den > num * n`` with ``C = num/den``; a float C is read as the simplest fraction
+    that rounds to it (``0.3`` is 3/10 and ``1/3`` is 1/3, not the binary doubles next to
+    them); ``C`` may also be a Fraction or a string like ``"1/3"``.
+
+    Violations: ``{"subset": [qi names], "qid": {qi: value}, "n", "sensitive_value", "n_s",
+    "conf", "reason"}`` with reason ``'K'`` (then sensitive_value/n_s/conf are None) or
+    ``'C'``. NULL QIs or sensitive values raise InputError. Values of ``sensitive_values`` are
+    matched against the column's values cast to VARCHAR, and ``sensitive_value`` is reported
+    as that text (so one list works for any column type). ``detail``: L, K, C (as text),
+    active_qis, subset sizes, n_subsets, n_statements.
+    """
+    name = "lkc_privacy"
+    qis = _names(name, "qis", qis)
+    if not isinstance(L, int) or L < 1:
+        raise InputError(f"{name}: L must be an integer >= 1; got {L!r}")
+    _positive(name, "K", K)
+    _positive(name, "max_sets", max_sets)
+    c = _fraction(name, C)
+    sensitive, params = _lkc_sensitive(name, qis, sensitive, sensitive_values)
+    n_rows, sets, active = _lkc_sets(backend, name, relation, qis, sensitive, L, paranoid)
+    detail = {"L": L, "K": int(K), "C": str(c), "active_qis": active, "paranoid": paranoid,
+              "subset_sizes": sorted({len(s) for s in sets}), "n_subsets": len(sets), "n_statements": 0,
+              "n_rows": n_rows}
+    if n_rows == 0:
+        return CheckResult(name, True, 0, [], detail)
+    if sensitive is not None:
+        params |= {"c_num": c.numerator, "c_den": c.denominator}
+    total, violations = 0, []
+    for chunk in _chunks(sets, max_sets):
+        remaining = max(limit - len(violations), 0)
+        rows = backend.rows(f"verify {name} ({len(chunk)} grouping sets)",
+                            render("verify/lkc_violations.sql.j2", relation=relation, qis=qis, sensitive=sensitive,
+                                   sets=chunk),
+                            {**params, "K": int(K), "limit": _sql_limit(remaining)})
+        detail["n_statements"] += 1
+        total += rows[0][-1] if rows else 0
+        violations += [_lkc_violation(qis, r) for r in rows[:remaining]]
+    return CheckResult(name, total == 0, int(total), violations, detail)
+
+
+def lkc_groups(backend: Backend, *, relation: Relation, qis: Sequence[str], sensitive: str | None,
+               sensitive_values: Sequence[Any] | None = None, L: int, max_sets: int = 256,
+               paranoid: bool = False) -> list[dict[str, Any]]:
+    """Every group that :func:`lkc_privacy` checks (same subsets, same chunking), with its
+    size: ``{"subset", "qid", "n", "max_n_s", "max_conf"}``, where ``max_n_s`` is the largest
+    count of a value of S in the group (0 if none occurs). This is the evidence behind a pass,
+    e.g. the 12 size-2 groups of seed 003's Table 2 (spec lkc_privacy §4.4); it returns every
+    group, so use it on small relations or for debugging."""
+    name = "lkc_groups"
+    qis = _names(name, "qis", qis)
+    if not isinstance(L, int) or L < 1:
+        raise InputError(f"{name}: L must be an integer >= 1; got {L!r}")
+    _positive(name, "max_sets", max_sets)
+    sensitive, params = _lkc_sensitive(name, qis, sensitive, sensitive_values)
+    n_rows, sets, _ = _lkc_sets(backend, name, relation, qis, sensitive, L, paranoid)
+    if n_rows == 0:
+        return []
+    out = []
+    for chunk in _chunks(sets, max_sets):
+        rows = backend.rows(f"verify {name} ({len(chunk)} grouping sets)",
+                            render("verify/lkc_groups.sql.j2", relation=relation, qis=qis, sensitive=sensitive,
+                                   sets=chunk), params or None)
+        n = len(qis)
+        for r in rows:
+            subset = _gid_subset(qis, r[0])
+            out.append({"subset": subset, "qid": {q: r[1 + qis.index(q)] for q in subset},
+                        "n": r[n + 1], "max_n_s": r[n + 2], "max_conf": r[n + 3]})
+    return out
+
+
+def lkc_subsets(qis: Sequence[str], active: Sequence[str], L: int, paranoid: bool) -> list[tuple[str, ...]]:
+    """The QI subsets LKC-privacy must check (spec §2.3): all ``min(L, |active|)``-subsets
+    of the active QIs (the empty subset, i.e. the whole table, when none is active), or,
+    when ``paranoid``, every subset of size 1..min(L, |qis|) of all QIs."""
+    if paranoid:
+        return [s for size in range(1, min(L, len(qis)) + 1) for s in itertools.combinations(qis, size)]
+    return list(itertools.combinations(list(active), min(L, len(active))))
+
+
+def _lkc_sensitive(name: str, qis: list[str], sensitive: str | None,
+                   sensitive_values: Sequence[Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """The sensitive column to render (None = only the K condition) and its bound params."""
+    if sensitive is None:
+        return None, {}
+    sensitive = _name(name, "sensitive", sensitive)
+    if sensitive in qis:
+        raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
+    if sensitive_values is None:
+        return sensitive, {"all_values": True, "sensitive_values": []}
+    if isinstance(sensitive_values, (str, bytes)):
+        raise InputError(f"{name}: sensitive_values must be a list of values, not the string {sensitive_values!r}")
+    values = [str(v) for v in sensitive_values]
+    if not values:
+        return None, {}
+    return sensitive, {"all_values": False, "sensitive_values": values}
+
+
+def _lkc_sets(backend: Backend, name: str, relation: Relation, qis: list[str], sensitive: str | None, L: int,
+              paranoid: bool) -> tuple[int, list[tuple[str, ...]], list[str]]:
+    """Refuse NULLs, count distinct values per QI in SQL, and pick the subsets to check."""
+    n_rows, _, distinct = _refuse_nulls(backend, name, relation, [*qis, *([sensitive] if sensitive else [])],
+                                        distinct=qis)
+    active = [q for q in qis if distinct[q] > 1]
+    return n_rows, lkc_subsets(qis, active, L, paranoid), active
+
+
+def _lkc_violation(qis: list[str], r: tuple) -> dict[str, Any]:
+    n = len(qis)
+    subset = _gid_subset(qis, r[0])
+    # r: gid, q_0..q_{n-1}, n, s, n_s, reason, conf, n_violations
+    return {"subset": subset, "qid": {q: r[1 + qis.index(q)] for q in subset}, "n": r[n + 1],
+            "sensitive_value": r[n + 2], "n_s": r[n + 3], "conf": r[n + 5], "reason": r[n + 4]}
+
+
+def _gid_subset(qis: list[str], gid: int) -> list[str]:
+    """grouping_id(q_0, .., q_{n-1}) sets bit n-1-i when q_i is rolled up."""
+    n = len(qis)
+    return [q for i, q in enumerate(qis) if not (int(gid) >> (n - 1 - i)) & 1]
+
+
+def _fraction(name: str, C: Any) -> Fraction:
+    """C as an exact fraction. A float is read as the simplest fraction that rounds to it
+    (0.3 -> 3/10, 1/3 -> 1/3), not as the binary value just below or above it, so a share of
+    exactly C passes whichever way the user wrote C."""
+    try:
+        if isinstance(C, float):
+            if not math.isfinite(C):
+                raise ValueError(C)
+            exact = Fraction(C)
+            c = next(f for f in (exact.limit_denominator(10 ** d) for d in range(1, 18)) if float(f) == C)
+        else:
+            c = Fraction(C) if isinstance(C, (int, Fraction)) else Fraction(str(C))
+    except (ValueError, ZeroDivisionError, StopIteration, TypeError) as err:
+        raise InputError(f"{name}: C must be a number in (0, 1]; got {C!r}") from err
+    if not 0 < c <= 1:
+        raise InputError(f"{name}: C must be in (0, 1]; got {C!r}")
+    return c
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+# ------------------------------------------------------------------------------------------
+# shared helpers
+# ------------------------------------------------------------------------------------------
+def _refuse_nulls(backend: Backend, name: str, relation: Relation, columns: Sequence[str],
+                  distinct: Sequence[str] = ()) -> tuple[int, dict[str, int], dict[str, int]]:
+    """Profile the relation in one SQL statement; raise InputError for the first column that
+    holds NULLs. Returns (n_rows, nulls per column, distinct count per ``distinct`` column)."""
+    columns = list(dict.fromkeys(columns))
+    row = backend.rows(f"verify {name}: profile", render("verify/column_profile.sql.j2", relation=relation,
+                                                         columns=columns, distinct=list(distinct)))[0]
+    nulls = dict(zip(columns, row[1:1 + len(columns)]))
+    for col, n_null in nulls.items():
+        if n_null:
+            raise InputError(f"{name}: column {col!r} of {_show(relation)} has {n_null} NULL value(s); a verified "
+                             "release must not contain NULL in a QI, sensitive, id or code column")
+    return int(row[0]), nulls, dict(zip(distinct, (int(v) for v in row[1 + len(columns):])))
+
+
+def _class_summary(backend: Backend, name: str, relation: Relation, qis: list[str],
+                   sensitive: str | None) -> dict[str, Any]:
+    n_rows, n_classes, lo, hi, min_distinct = backend.rows(
+        f"verify {name}: class summary",
+        render("verify/class_summary.sql.j2", relation=relation, qis=qis, sensitive=sensitive))[0]
+    out = {"n_rows": int(n_rows), "n_classes": int(n_classes), "min_class_size": lo, "max_class_size": hi}
+    if sensitive is not None:
+        out["min_distinct_sensitive"] = min_distinct
+    return out
+
+
+def _result(name: str, rows: list[tuple], violations: list[dict[str, Any]], limit: int,
+            detail: Mapping[str, Any]) -> CheckResult:
+    """``n_violations`` is the last column of every row (a window count before LIMIT)."""
+    total = int(rows[0][-1]) if rows else 0
+    return CheckResult(name, total == 0, total, violations[:max(limit, 0)], dict(detail))
+
+
+def _sql_limit(limit: int) -> int:
+    """LIMIT 0 would also hide the window count, so at least one row is always fetched."""
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise InputError(f"limit must be an integer; got {limit!r}")
+    return max(limit, 1)
+
+
+def _qi_dict(names: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    return {c: row[i] for i, c in enumerate(names)}
+
+
+def _name(verifier: str, arg: str, value: Any) -> str:
+    if not isinstance(value, str) or value == "":
+        raise InputError(f"{verifier}: {arg} must be a non-empty column name; got {value!r}")
+    return value
+
+
+def _names(verifier: str, arg: str, values: Sequence[str], *, allow_empty: bool = False) -> list[str]:
+    if isinstance(values, str):
+        raise InputError(f"{verifier}: {arg} must be a list of column names, not the string {values!r}")
+    out = [_name(verifier, arg, v) for v in values]
+    if not out and not allow_empty:
+        raise InputError(f"{verifier}: {arg} must name at least one column")
+    _distinct_names(verifier, out)
+    return out
+
+
+def _distinct_names(verifier: str, names: Sequence[str]) -> None:
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise InputError(f"{verifier}: column {n!r} is named twice")
+        seen.add(n)
+
+
+def _reserved(verifier: str, names: Sequence[str], reserved: Sequence[str]) -> None:
+    for n in names:
+        if n in reserved:
+            raise InputError(f"{verifier}: column {n!r} has the name of an output field of this verifier "
+                             f"({', '.join(reserved)}); rename it in the release")
+
+
+def _positive(verifier: str, arg: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(f"{verifier}: {arg} must be an integer >= 1; got {value!r}")
+
+
+def _show(relation: Relation) -> str:
+    return repr(relation if isinstance(relation, str) else ".".join(relation))

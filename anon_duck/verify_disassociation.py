@@ -1,0 +1,73 @@
+"""Independent audit of a disassociated release (seed 001, Guarantee 1; digest §2.5).
+
+Reads only the release tables (never the anonymizer's modules or numbers). The sufficient
+audit of the digest:
+
+1. every record chunk and shared chunk is k^m-anonymous (``disassociation_chunk_km``);
+2. every cluster has at least k records (``disassociation_cluster_size``);
+3. inside a cluster the chunk domains are pairwise disjoint (``disassociation_disjoint``);
+
+plus the shape of D^A (a chunk has one subrecord per record it spans, sub_ids 1..n:
+``disassociation_chunk_rows``) and publication hygiene (each table has exactly its
+published columns: no person id, record number or support count). The fourth condition of
+the digest (each item-chunk code occurs in its cluster) and the cover of T^P need the
+private record-to-cluster link, so they are checked by the tests' exhaustive maxsup oracle,
+not here.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from .backend.base import Backend
+from .sqlrender import render
+from .verify import CheckResult
+
+#: the published columns of each release table
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "clusters": ("cluster_id", "n_records", "joint_id"),
+    "record_chunks": ("chunk_id", "cluster_id", "sub_id", "codes"),
+    "shared_chunks": ("chunk_id", "sub_id", "codes"),
+    "shared_scope": ("chunk_id", "cluster_id"),
+    "item_chunks": ("cluster_id", "code"),
+}
+
+
+def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: int, limit: int = 20) -> list[CheckResult]:
+    """All checks; each passes iff its query returns no rows."""
+    out = [_columns(backend, tables)]
+    if not out[0].passed:
+        return out
+    names = {s: tables[s] for s in COLUMNS}
+    checks = [
+        ("disassociation_chunk_km", "verify/disassociation_chunk_km.sql.j2", {"m": m}, {"k": k},
+         ("chunk_id", "size", "items", "support")),
+        ("disassociation_cluster_size", "verify/disassociation_cluster_size.sql.j2", {}, {"k": k},
+         ("cluster_id", "n_records")),
+        ("disassociation_chunk_rows", "verify/disassociation_chunk_rows.sql.j2", {}, {},
+         ("kind", "chunk_id", "n_subrecords", "expected", "problem")),
+        ("disassociation_disjoint", "verify/disassociation_disjoint.sql.j2", {}, {},
+         ("cluster_id", "code", "n_places")),
+    ]
+    for name, template, context, bound, fields in checks:
+        rows = backend.rows(f"verify {name}", render(template, **context, **names),
+                            {**bound, "limit": max(limit, 1)})
+        total = int(rows[0][-1]) if rows else 0
+        violations = [{f: (list(v) if isinstance(v, (list, tuple)) else v) for f, v in zip(fields, r)}
+                      for r in rows[:limit]]
+        out.append(CheckResult(name, total == 0, total, violations, {"k": k, "m": m}))
+    return out
+
+
+def _columns(backend: Backend, tables: Mapping[str, Sequence[str]]) -> CheckResult:
+    violations: list[dict[str, Any]] = []
+    for suffix, expected in COLUMNS.items():
+        if suffix not in tables:
+            violations.append({"table": suffix, "problem": "missing"})
+            continue
+        got = tuple(backend.fetch(f"verify disassociation columns of {suffix}",
+                                  render("verify/disassociation_columns.sql.j2", relation=tables[suffix])))
+        if got != expected:
+            violations.append({"table": suffix, "problem": f"columns {list(got)}, expected {list(expected)}"})
+    extra = sorted(set(tables) - set(COLUMNS))
+    violations += [{"table": s, "problem": "not part of a disassociated release"} for s in extra]
+    return CheckResult("disassociation_columns", not violations, len(violations), violations)

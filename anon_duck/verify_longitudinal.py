@@ -1,0 +1,53 @@
+"""Independent audit of a longitudinal release (seed 004), on the release tables only.
+
+Definition 1 is enforced on the whole released trajectory (spec A11): the equivalence classes
+are the groups of patients with identical released pair sequences, empty included, and each
+must hold at least k patients. The check runs the generic :func:`anon_duck.verify.k_anonymity`
+on the readable ``trajectory`` column of ``patients`` after a structural check proves that
+column is exactly the patient's pairs in ``events``. Nothing here imports the anonymizer or
+reads a number it computed.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .backend.base import Backend
+from .sqlrender import render
+from .verify import CheckResult, k_anonymity
+
+Relation = tuple[str, ...]
+EXPECTED_PATIENTS = ("release_id", "trajectory", "n_pairs")
+EXPECTED_EVENTS = ("release_id", "pos", "code", "code_label", "age", "age_lo", "age_hi")
+
+
+def consistency(backend: Backend, *, patients: Relation, events: Relation, limit: int = 20) -> CheckResult:
+    """Structural problems of the release (``sql/verify/longitudinal_consistency_violations.sql.j2``)."""
+    rows = backend.rows("verify longitudinal consistency", render(
+        "verify/longitudinal_consistency_violations.sql.j2", patients=patients, events=events), {"limit": limit})
+    n = int(rows[0][3]) if rows else 0
+    return CheckResult("longitudinal_consistency", n == 0, n,
+                       [{"problem": r[0], "release_id": r[1], "detail": r[2]} for r in rows])
+
+
+def columns(backend: Backend, *, patients: Relation, events: Relation, forbidden: Sequence[str]) -> CheckResult:
+    """The release has its expected columns, and none named like the person id or a dropped
+    column (the payload columns of ``patients`` are the job's keep/sensitive/class columns)."""
+    violations = []
+    for name, relation, expected in (("patients", patients, EXPECTED_PATIENTS), ("events", events, EXPECTED_EVENTS)):
+        have = [r[0] for r in backend.rows(f"verify longitudinal columns of {name}",
+                                           render("verify/longitudinal_columns.sql.j2", relation=relation))]
+        violations += [{"table": name, "column": c, "problem": "missing"} for c in expected if c not in have]
+        violations += [{"table": name, "column": c, "problem": "identifying column released"}
+                       for c in have if c in forbidden]
+        if name == "events":
+            violations += [{"table": name, "column": c, "problem": "unexpected column"}
+                           for c in have if c not in expected]
+    return CheckResult("longitudinal_columns", not violations, len(violations), violations)
+
+
+def verify_release(backend: Backend, *, patients: Relation, events: Relation, k: int,
+                   forbidden: Sequence[str]) -> list[CheckResult]:
+    """Every check of a longitudinal release: columns, structure, then k-anonymity."""
+    return [columns(backend, patients=patients, events=events, forbidden=forbidden),
+            consistency(backend, patients=patients, events=events),
+            k_anonymity(backend, relation=patients, qis=["trajectory"], k=k)]

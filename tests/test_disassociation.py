@@ -1,0 +1,441 @@
+"""Disassociation (seed 001): the paper's worked example, the digest's variants and
+counter-example, the independent audit, metrics on fixed reconstructions, bad input."""
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+
+import duckdb
+import numpy as np
+import pytest
+
+import anon_duck
+from anon_duck.backend.duckdb import DuckDBBackend
+from anon_duck.errors import InfeasibleError, InputError, JobError, VerificationError
+from anon_duck.job import job_from_dict, load_job
+from anon_duck.methods.disassociation import disassociate
+from anon_duck.methods.disassociation.chunks import cluster_masks
+from anon_duck.methods.disassociation.encoding import Records, encode
+from anon_duck.methods.disassociation.horpart import horpart
+from anon_duck.methods.disassociation.params import check_params
+from anon_duck.methods.disassociation.policy import Policy, build_policy
+from anon_duck.methods.disassociation.report import RECON, are, mre
+from anon_duck.methods.disassociation.verpart import km_ok, verpart
+from anon_duck.verify_disassociation import audit
+
+from conftest import FIXTURES, JOBS, table_fingerprint, user_tables
+
+EXPECTED = json.loads((FIXTURES / "001" / "toy_expected.json").read_text())
+TOY = EXPECTED["params"]
+
+
+def _quiet(*_: object) -> None:
+    return None
+
+
+def _records(rows: dict[str, list[str]]) -> Records:
+    """A Records object straight from Python (ids sorted as text, like encode_records)."""
+    ids = sorted(rows)
+    codes = np.asarray(sorted({c for cs in rows.values() for c in cs}), dtype=object)
+    index = {c: i for i, c in enumerate(codes)}
+    pairs = sorted((ids.index(r), index[c]) for r in rows for c in set(rows[r]))
+    rid, cid = (np.asarray(x, dtype=np.int64) for x in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
+    return Records(len(ids), codes, rid, cid)
+
+
+def _toy_records() -> dict[str, list[str]]:
+    con = duckdb.connect()
+    rows = con.execute(f"SELECT pid, list(code) FROM '{FIXTURES / '001' / 'toy_records.parquet'}' GROUP BY pid").fetchall()
+    return dict(rows)
+
+
+def _policy(rec: Records, constraints: dict[str, list[str]]) -> Policy:
+    index = rec.index_of()
+    c = np.full(rec.n_codes, -1, dtype=np.int64)
+    for u, codes in enumerate(constraints.values()):
+        c[[index[x] for x in codes if x in index]] = u
+    return Policy(c, list(constraints))
+
+
+def _params(**kw):
+    job = job_from_dict({"input": {"codes": {"path": "x.parquet", "id": "pid", "code": "code"}},
+                         "method": {"name": "disassociation", "k": kw.pop("k", 3), "m": kw.pop("m", 2), **kw},
+                         "release": {"name": "t"}})
+    return check_params(job)
+
+
+def _names(rec: Records, cids) -> list[str]:
+    return sorted(rec.codes[list(cids)].tolist())
+
+
+def _private_view(rec: Records, structure) -> dict:
+    """Clusters as sets of record ids, chunk domains and private subrecords per record."""
+    ids = sorted(_toy_records()) if rec.n == 10 else [str(i) for i in range(rec.n)]
+    out = {"clusters": [], "record_chunks": [], "items": [], "shared": []}
+    for p in range(len(structure.items)):
+        out["clusters"].append(sorted(ids[r] for r in np.flatnonzero(structure.label == p)))
+        out["record_chunks"].append([_names(rec, c.take[p]) for c in structure.record_chunks if c.scope == [p]])
+        out["items"].append(_names(rec, structure.items[p]))
+    out["shared"] = [(c.scope, _names(rec, c.domain)) for c in structure.shared_chunks]
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# the worked example (Figs. 1, 3b, 4, 8-11; digest F1-F8)
+# ------------------------------------------------------------------------------------------
+def test_toy_horpart_splits_on_296_00_into_fig4_clusters():
+    rec = _records(_toy_records())
+    pol = _policy(rec, EXPECTED["utility_constraints"])
+    h = horpart(rec, pol.constraint_of, TOY["max_cluster_size"], _quiet)
+    ids = sorted(_toy_records())
+    assert rec.codes[h.trace[0][1]] == EXPECTED["expected_horpart"]["split_code"]
+    clusters = [sorted(ids[r] for r in np.flatnonzero(h.label == p)) for p in range(h.n_clusters)]
+    assert clusters == [sorted(c) for c in EXPECTED["expected_horpart"]["clusters"]]
+
+
+@pytest.mark.parametrize("refine", [False, True])
+def test_toy_disassociation_reproduces_fig4_and_fig10(refine):
+    rec = _records(_toy_records())
+    pol = _policy(rec, EXPECTED["utility_constraints"])
+    structure, facts = disassociate(rec, pol, _params(max_cluster_size=6, refine=refine), _quiet)
+    view = _private_view(rec, structure)
+    v = EXPECTED["expected_verpart"]
+    assert view["record_chunks"] == [sorted(map(sorted, v["P1"]["record_chunks"])), v["P2"]["record_chunks"]]
+    if not refine:
+        assert view["items"] == [v["P1"]["item_chunk"], v["P2"]["item_chunk"]]
+        assert view["shared"] == []
+    else:
+        r = EXPECTED["expected_refined"]
+        assert view["items"] == [r["item_chunks"]["P1"], r["item_chunks"]["P2"]]
+        assert view["shared"] == [([0, 1], r["shared_chunks"][0])]
+    assert facts["codes_suppressed"] == 0 and facts["root_split"] == "296.00"
+
+
+def test_toy_verpart_trace_rejects_695_10_then_drops_692_71():
+    """§5: 695.10 is rejected because {296.01, 695.10} has support 2 < 3; the drop rule then
+    removes 692.71 (u2 only partly in T_cur); round 2 takes u2 whole (digest F5)."""
+    rec = _records({k: v for k, v in _toy_records().items() if k in ("r1", "r2", "r3", "r4", "r5")})
+    idx = rec.index_of()
+    masks = {int(t): 0 for t in np.unique(rec.cid)}
+    for r, t in zip(rec.rid.tolist(), rec.cid.tolist()):
+        masks[t] |= 1 << r
+    cur = [idx["296.00"], idx["296.01"], idx["296.02"], idx["692.71"]]
+    assert (masks[idx["296.01"]] & masks[idx["695.10"]]).bit_count() == 2
+    assert not km_ok(masks, cur, idx["695.10"], 3, 2)
+    assert km_ok(masks, cur[:3], idx["692.71"], 3, 2)
+    out = verpart(masks, 3, 2, _policy(rec, EXPECTED["utility_constraints"]).constraint_of)
+    assert [_names(rec, d) for d in out.domains] == [["296.00", "296.01", "296.02"], ["692.71", "695.10"]]
+    assert _names(rec, out.item) == ["401.0", "834.0", "944.01"]
+
+
+# digest F11 variant table: (constraints?, k, m) -> (P1 chunks, P1 items, P2 chunks, P2 items)
+VARIANTS = [
+    (False, 3, 2, [["296.00", "296.01", "296.02", "692.71"], ["695.10"]], ["401.0", "834.0", "944.01"],
+     [["294.10", "295.04", "296.03"]], ["404.00", "480.1", "834.0", "944.01"]),
+    (True, 3, 1, [["296.00", "296.01", "296.02", "692.71", "695.10"]], ["401.0", "834.0", "944.01"],
+     [["294.10", "295.04", "296.03"]], ["404.00", "480.1", "834.0", "944.01"]),
+    (True, 3, 3, [["296.00", "296.01", "296.02"], ["692.71", "695.10"]], ["401.0", "834.0", "944.01"],
+     [["294.10", "295.04"], ["296.03"]], ["404.00", "480.1", "834.0", "944.01"]),
+    (True, 4, 2, [["296.00", "296.01"], ["296.02"], ["692.71"]], ["401.0", "695.10", "834.0", "944.01"],
+     [["294.10"], ["295.04"], ["296.03"]], ["404.00", "480.1", "834.0", "944.01"]),
+    (True, 2, 2, [["296.00", "296.01", "296.02", "692.71", "695.10"], ["401.0"], ["834.0"], ["944.01"]], [],
+     [["294.10", "295.04", "296.03"], ["404.00", "834.0", "944.01"], ["480.1"]], []),
+]
+
+
+@pytest.mark.parametrize("constrained,k,m,p1,i1,p2,i2", VARIANTS)
+def test_toy_variants_of_digest_f11(constrained, k, m, p1, i1, p2, i2):
+    """Same HORPART clusters (P1 = r1-r5, P2 = r6-r10), VERPART under other k, m, U. The
+    U = ∅ row is also the regression for the prose reading of the drop rule (A1)."""
+    rows = _toy_records()
+    rec = _records(rows)
+    pol = _policy(rec, EXPECTED["utility_constraints"] if constrained else {})
+    label = np.asarray([0 if i in ("r1", "r2", "r3", "r4", "r5") else 1 for i in sorted(rows)])
+    masks = cluster_masks(rec, label, 2)
+    got = [verpart(mk, k, m, pol.constraint_of) for mk in masks]
+    assert [sorted(_names(rec, d)) for d in got[0].domains] == [sorted(d) for d in p1]
+    assert [sorted(_names(rec, d)) for d in got[1].domains] == [sorted(d) for d in p2]
+    assert (_names(rec, got[0].item), _names(rec, got[1].item)) == (i1, i2)
+
+
+def _maxsup_min(rows: dict[str, list[str]], rec: Records, structure, m: int) -> int:
+    """Digest §2.5 exhaustive audit: min over records r and S ⊆ r, |S| <= m, of the most rows
+    of r's cluster that can hold S in some reconstruction."""
+    ids = sorted(rows)
+    sizes = np.bincount(structure.label)
+    chunks = structure.record_chunks + structure.shared_chunks
+    best = None
+    for r, rid in enumerate(ids):
+        p = int(structure.label[r])
+        mine = set(rows[rid])
+        for size in range(1, m + 1):
+            for s in itertools.combinations(sorted(mine), size):
+                bound = int(sizes[p])
+                for c in chunks:
+                    if p not in c.scope:
+                        continue
+                    dom = set(rec.codes[c.domain].tolist())
+                    part = set(s) & dom
+                    if part:
+                        scope_rows = [ids[x] for x in range(len(ids)) if int(structure.label[x]) in c.scope]
+                        take = {q: set(rec.codes[c.take[q]].tolist()) for q in c.scope}
+                        support = sum(1 for x in scope_rows
+                                      if part <= (set(rows[x]) & take[int(structure.label[ids.index(x)])]))
+                        bound = min(bound, support)
+                best = bound if best is None else min(best, bound)
+    return best
+
+
+@pytest.mark.parametrize("refine", [False, True])
+def test_toy_exhaustive_maxsup_is_three(refine):
+    rows = _toy_records()
+    rec = _records(rows)
+    structure, _ = disassociate(rec, _policy(rec, EXPECTED["utility_constraints"]),
+                                _params(max_cluster_size=6, refine=refine), _quiet)
+    assert _maxsup_min(rows, rec, structure, 2) == 3
+
+
+# ------------------------------------------------------------------------------------------
+# the pipeline: run, verify, report on the toy job
+# ------------------------------------------------------------------------------------------
+def test_toy_pipeline_release_is_fig10(con):
+    job = load_job(JOBS / "disassociation_toy.toml")
+    result = anon_duck.run(con, job)
+    assert result.verified and {c.name for c in result.checks} >= {"disassociation_chunk_km", "disassociation_disjoint"}
+    rows = con.execute("SELECT cluster_id, chunk_id, codes FROM toy_dis_record_chunks").fetchall()
+    by_cluster: dict[int, dict[int, Counter]] = {}
+    for p, c, codes in rows:
+        by_cluster.setdefault(p, {}).setdefault(c, Counter())[tuple(codes)] += 1
+    fig4 = EXPECTED["expected_verpart"]
+    for p, name in ((0, "P1"), (1, "P2")):
+        want = sorted(sorted(Counter(tuple(sub[j]) for sub in fig4[name]["subrecords_private"].values()).items())
+                      for j in range(len(fig4[name]["record_chunks"])))
+        assert sorted(sorted(c.items()) for c in by_cluster[p].values()) == want
+    shared = Counter(tuple(c) for (c,) in con.execute("SELECT codes FROM toy_dis_shared_chunks").fetchall())
+    assert shared == Counter(tuple(v) for v in EXPECTED["expected_refined"]["shared_subrecords_private"].values())
+    assert con.execute("SELECT cluster_id, n_records, joint_id FROM toy_dis_clusters ORDER BY 1").fetchall() == \
+        [(0, 5, 0), (1, 5, 0)]
+    items = con.execute("SELECT cluster_id, list(code ORDER BY code) FROM toy_dis_item_chunks GROUP BY 1 ORDER BY 1")
+    assert items.fetchall() == [(0, ["401.0"]), (1, ["404.00", "480.1"])]
+    assert all(c.passed for c in anon_duck.verify(con, job))
+    rep = anon_duck.report(con, job)
+    assert rep["suppressed_codes"] == 0 and rep["mre"]["constraints"] == 5
+    assert 0 <= rep["are"]["W2"]["are_mean"] < 2
+
+
+def test_release_has_no_ids_and_unlinkable_deterministic_sub_ids(con):
+    job = load_job(JOBS / "disassociation_toy.toml")
+    anon_duck.run(con, job)
+    first = {t: table_fingerprint(con, f"toy_dis_{t}") for t in ("record_chunks", "shared_chunks")}
+    cols = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name LIKE 'toy_dis_%'"
+                                      " AND table_name <> 'toy_dis_meta'").fetchall()}
+    assert cols == {"cluster_id", "n_records", "joint_id", "chunk_id", "sub_id", "codes", "code"}
+    values = {str(v) for (v,) in con.execute("SELECT unnest(codes) FROM toy_dis_record_chunks").fetchall()}
+    assert not any(v.startswith("r") for v in values)
+    anon_duck.run(con, job)
+    assert first == {t: table_fingerprint(con, f"toy_dis_{t}") for t in ("record_chunks", "shared_chunks")}
+    other = job.with_release("toy_dis2")
+    other = type(other)(other.dataset, other.hierarchies, other.method, other.params,
+                        type(other.release)("toy_dis2", 99), other.settings, other.base_dir)
+    anon_duck.run(con, other)
+    # another seed permutes sub_ids differently (same multisets)
+    a = con.execute("SELECT list(codes ORDER BY sub_id) FROM toy_dis_record_chunks GROUP BY chunk_id ORDER BY chunk_id")
+    b = con.execute("SELECT list(codes ORDER BY sub_id) FROM toy_dis2_record_chunks GROUP BY chunk_id ORDER BY chunk_id")
+    assert a.fetchall() != b.fetchall()
+
+
+# ------------------------------------------------------------------------------------------
+# the audit catches broken releases; F12 counter-example
+# ------------------------------------------------------------------------------------------
+def test_audit_rejects_tampered_releases(con):
+    job = load_job(JOBS / "disassociation_toy.toml")
+    anon_duck.run(con, job)
+    backend = DuckDBBackend(con)
+    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
+                                                    "item_chunks")}
+    assert all(c.passed for c in audit(backend, tables, k=3, m=2))
+    assert not {c.name: c for c in audit(backend, tables, k=4, m=2)}["disassociation_chunk_km"].passed
+    con.execute("UPDATE toy_dis_record_chunks SET codes = ['296.00', '296.01', '296.02', '692.71'] "
+                "WHERE chunk_id = 0 AND sub_id = 1")
+    res = {c.name: c for c in audit(backend, tables, k=3, m=2)}
+    assert not res["disassociation_chunk_km"].passed and not res["disassociation_disjoint"].passed
+    assert res["disassociation_disjoint"].violations[0]["code"] == "692.71"
+    con.execute("DELETE FROM toy_dis_shared_chunks WHERE sub_id = 10")
+    con.execute("UPDATE toy_dis_clusters SET n_records = 2 WHERE cluster_id = 1")
+    res = {c.name: c for c in audit(backend, tables, k=3, m=2)}
+    assert not res["disassociation_chunk_rows"].passed and not res["disassociation_cluster_size"].passed
+    con.execute("ALTER TABLE toy_dis_item_chunks ADD COLUMN support INTEGER")
+    assert not audit(backend, tables, k=3, m=2)[0].passed
+
+
+def _f12_job(tmp_path, merge_small: bool):
+    rows = [("p1", "a"), ("p1", "b"), ("p2", "a"), ("p2", "c"), ("p3", "a"), ("p3", "d"), ("p4", "e")]
+    path = tmp_path / "f12.parquet"
+    duckdb.connect().execute(f"COPY (SELECT * FROM (VALUES {', '.join(map(str, rows))}) t(pid, code)) TO '{path}'")
+    return job_from_dict({"input": {"codes": {"path": str(path), "id": "pid", "code": "code"}},
+                          "method": {"name": "disassociation", "k": 2, "m": 1, "max_cluster_size": 4,
+                                     "merge_small": merge_small},
+                          "release": {"name": "f12"}})
+
+
+def test_f12_small_cluster_is_merged_or_rejected(con, tmp_path):
+    before = user_tables(con)
+    with pytest.raises(VerificationError, match="disassociation_cluster_size"):
+        anon_duck.run(con, _f12_job(tmp_path, merge_small=False))
+    assert user_tables(con) == before
+    result = anon_duck.run(con, _f12_job(tmp_path, merge_small=True))
+    assert result.verified and result.facts["clusters"] == 1
+    assert sorted(c for (c,) in con.execute("SELECT codes FROM f12_record_chunks").fetchall()) == [[], ["a"], ["a"], ["a"]]
+    assert [c for (c,) in con.execute("SELECT code FROM f12_item_chunks ORDER BY code").fetchall()] == list("bcde")
+
+
+# ------------------------------------------------------------------------------------------
+# metrics on the corrected Fig. 5 reconstruction (digest F9, F11)
+# ------------------------------------------------------------------------------------------
+FIG5 = {"r1": ["296.00", "296.01", "834.0", "944.01"], "r2": ["296.00", "296.01", "296.02", "692.71", "834.0"],
+        "r3": ["296.00", "296.01", "296.02", "692.71", "695.10", "834.0"],
+        "r4": ["296.00", "296.02", "692.71", "695.10"],
+        "r5": ["296.00", "296.01", "296.02", "692.71", "695.10", "401.0"], "r6": ["296.03", "295.04", "480.1"],
+        "r7": ["294.10", "296.03", "404.00", "834.0", "944.01"], "r8": ["294.10", "295.04", "296.03", "480.1", "834.0"],
+        "r9": ["294.10", "295.04", "404.00", "834.0"], "r10": ["294.10", "295.04", "296.03", "834.0", "944.01"]}
+F11_QUERIES = [["296.01", "834.0"], ["834.0"], ["944.01"], ["401.0"], ["296.00", "296.01"], ["692.71", "695.10"],
+               ["834.0", "944.01"], ["294.10", "295.04"], ["296.01", "695.10"], ["480.1"], ["404.00"]]
+
+
+def test_are_and_mre_on_corrected_fig5(con):
+    job = load_job(JOBS / "disassociation_toy.toml")
+    backend = DuckDBBackend(con)
+    from anon_duck.inputs import prepare
+    inputs = prepare(backend, job)
+    rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
+    recon = [(0, 0, i, c) for i, rid in enumerate(FIG5) for c in FIG5[rid]]
+    backend.write_table(RECON, {"recon_id": np.asarray([r[0] for r in recon]), "cluster_id": np.asarray([r[1] for r in recon]),
+                                "row_no": np.asarray([r[2] for r in recon]), "code": np.asarray([r[3] for r in recon])})
+    idx = rec.index_of()
+    out = are(backend, [tuple(sorted(idx[c] for c in q)) for q in F11_QUERIES], 1, by_size=False)
+    assert out["are_mean"] == pytest.approx(7 / 22)
+    policy = build_policy(backend, job, check_params(job), rec)
+    m = mre(backend, rec, policy.constraint_of, 1)
+    # F11: u1 0, u2 0, u3 +0.25, u4 0, u5 -0.40
+    assert (m["min"], m["max"]) == (pytest.approx(-0.4), pytest.approx(0.25))
+    assert m["mean"] == pytest.approx((0.25 - 0.4) / 5)
+    assert m["within_2_5"] == pytest.approx(3 / 5)
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+# ------------------------------------------------------------------------------------------
+def _toy_dict(**method):
+    return {"input": {"id": "pid", "codes": {"path": str(FIXTURES / "001" / "toy_records.parquet"), "id": "pid",
+                                             "code": "code"}},
+            "method": {"name": "disassociation", "k": 3, "m": 2, **method}, "release": {"name": "bad"}}
+
+
+@pytest.mark.parametrize("method,exc,match", [
+    ({"k": 11}, InputError, "larger than the number of records"),
+    ({"k": 1}, JobError, "method.k"),
+    ({"m": 0}, JobError, "method.m"),
+    ({"max_cluster_size": 2}, JobError, "method.max_cluster_size"),
+    ({"policy": "level1"}, JobError, "input.codes.hierarchy"),
+    ({"policy": "explicit"}, JobError, "method.constraints"),
+    ({"constraints": {"u1": ["834.0"]}}, JobError, "method.constraints"),
+    ({"policy": "explicit", "constraints": {"u1": ["834.0"], "u2": ["834.0", "944.01"]}}, JobError, "disjoint"),
+    ({"policy": "explicit", "constraints": {"u1": [834.0]}}, JobError, "strings"),
+    ({"policy": "explicit", "constraints": {"u1": ["999.99"]}}, InputError, "occur in no record"),
+    ({"refine": "yes"}, JobError, "method.refine"),
+    ({"colour": 1}, JobError, "colour"),
+])
+def test_bad_parameters_fail_clearly_and_write_nothing(con, method, exc, match):
+    before = user_tables(con)
+    with pytest.raises(exc, match=match):
+        anon_duck.run(con, job_from_dict(_toy_dict(**method)))
+    assert user_tables(con) == before
+
+
+def test_unknown_code_column_and_codes_missing_from_hierarchy(con, tmp_path):
+    d = _toy_dict()
+    d["input"]["codes"]["code"] = "diagnosis"
+    with pytest.raises(InputError, match="diagnosis"):
+        anon_duck.run(con, job_from_dict(d))
+    d = _toy_dict(policy="level3")
+    d["input"]["codes"]["hierarchy"] = "icd9"
+    d["hierarchy"] = {"icd9": {"type": "builtin", "name": "icd9cm", "leaf_level": "category"}}
+    with pytest.raises(InputError, match="not leaves of hierarchy"):
+        anon_duck.run(con, job_from_dict(d))
+    assert user_tables(con) == set()
+
+
+def test_empty_records_duplicates_and_hostile_names(con):
+    """Persons without codes are records (A21); duplicate (person, code) rows collapse;
+    identifiers with quotes go through every template; the source is not modified."""
+    hostile = 'p"; DROP TABLE t; --'
+    con.execute(f'CREATE TABLE "pe""ople" ("{hostile.replace(chr(34), chr(34) * 2)}" VARCHAR)')
+    con.execute(f'INSERT INTO "pe""ople" VALUES {", ".join(f"({chr(39)}{i}{chr(39)})" for i in range(12))}')
+    con.execute('CREATE TABLE dx (who VARCHAR, "c""ode" VARCHAR)')
+    con.execute("INSERT INTO dx SELECT CAST(i % 8 AS VARCHAR), CAST(i % 3 AS VARCHAR) FROM range(40) t(i)")
+    con.execute("INSERT INTO dx VALUES ('0', '0'), ('0', '0')")
+    before = table_fingerprint(con, "dx")
+    job = job_from_dict({"input": {"table": 'pe"ople', "id": hostile,
+                                   "codes": {"table": "dx", "id": "who", "code": 'c"ode'}},
+                         "method": {"name": "disassociation", "k": 3, "m": 2}, "release": {"name": "hostile"}})
+    result = anon_duck.run(con, job)
+    assert result.verified and result.facts["records"] == 12
+    assert con.execute("SELECT sum(n_records) FROM hostile_clusters").fetchone()[0] == 12
+    assert table_fingerprint(con, "dx") == before
+
+
+def test_infeasible_when_all_records_fewer_than_k():
+    rec = _records({"a": ["x"], "b": ["x"]})
+    from anon_duck.methods.disassociation.horpart import Horizontal, merge_small
+    with pytest.raises(InfeasibleError):
+        merge_small(Horizontal(np.zeros(2, dtype=np.int64), [""]), 3, 6)
+    assert rec.n == 2
+
+
+# ------------------------------------------------------------------------------------------
+# real data (slow): every release passes the audit; nothing suppressed; shape of D^A
+# ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("name,k,m,records", [("bms", 5, 2, 59_601), ("informs", 5, 2, 26_735),
+                                               ("informs", 25, 3, 26_735)])
+def test_real_data_release_verifies(con, name, k, m, records):
+    job = load_job(JOBS / f"disassociation_{name}.toml").with_params(k=k, m=m)
+    result = anon_duck.run(con, job)
+    rel = job.release.name
+    assert result.verified and result.facts["records"] == records and result.facts["codes_suppressed"] == 0
+    assert con.execute(f"SELECT sum(n_records), min(n_records) >= {k} FROM {rel}_clusters").fetchone() == (records, True)
+    # every distinct code of the input is published somewhere (disassociation never suppresses)
+    n_codes = con.execute(f"SELECT count(DISTINCT c) FROM (SELECT unnest(codes) AS c FROM {rel}_record_chunks UNION ALL "
+                          f"SELECT unnest(codes) FROM {rel}_shared_chunks UNION ALL SELECT code FROM {rel}_item_chunks)")
+    assert n_codes.fetchone()[0] == result.facts["codes"]
+
+
+@pytest.mark.slow
+def test_informs_report_small(con):
+    job = load_job(JOBS / "disassociation_informs.toml").with_params(reconstructions=2, queries=100)
+    anon_duck.run(con, job)
+    rep = anon_duck.report(con, job)
+    assert rep["suppression_rate"] == 0.0 and rep["mre"]["constraints"] == 599
+    assert rep["are"]["W1"]["queries"] > 100 and rep["are"]["W2"]["queries"] == 100
+    # record-chunk codes keep exact counts: the frequent single codes of W1 are not all wrong
+    assert rep["are"]["W1"]["are_mean"] < rep["are"]["W2"]["are_mean"]
+
+
+@pytest.mark.parametrize("mode,mean_401", [("uniform", 3.0), ("one", 1.0), ("below_k", 1.5)])
+def test_reconstructions_keep_chunks_and_draw_item_counts(con, mode, mean_401):
+    """Digest §2.6: record-chunk codes keep their exact counts in every reconstruction; an
+    item-chunk code of a 5-record cluster is placed 1..5 (uniform), 1 (one) or 1..k-1 = 1..2
+    (below_k) times; the shared chunk's {834.0, 944.01} pair stays 3 over the joint rows."""
+    from anon_duck.methods.disassociation.report import reconstruct
+    job = load_job(JOBS / "disassociation_toy.toml")
+    anon_duck.run(con, job)
+    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
+                                                    "item_chunks")}
+    reconstruct(DuckDBBackend(con), tables, seed=5, n=400, k=3, mode=mode)
+    counts = dict(con.execute(f"SELECT code, count(*) / 400.0 FROM {'.'.join(RECON)} GROUP BY code").fetchall())
+    assert (counts["296.00"], counts["692.71"], counts["294.10"]) == (5, 4, 4)
+    assert counts["401.0"] == pytest.approx(mean_401, abs=0.15)
+    pair = con.execute(f"SELECT count(*) / 400.0 FROM (SELECT recon_id FROM {'.'.join(RECON)} WHERE code IN "
+                       "('834.0', '944.01') GROUP BY recon_id, cluster_id, row_no HAVING count(*) = 2)").fetchone()[0]
+    assert pair == 3

@@ -1,0 +1,54 @@
+"""Release safety, applied to every method through its toy job (fixtures/jobs/*_toy.toml):
+no person id or dropped column is published, sources are untouched, the same seed gives the
+same bytes, the published release verifies, export writes only release tables, and a
+second run replaces the first cleanly."""
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import pytest
+
+import anon_duck
+from anon_duck.job import Source, load_job
+from anon_duck.sqlrender import ident
+
+from conftest import JOBS, table_fingerprint, user_tables
+
+TOY_JOBS = sorted(JOBS.glob("toy_*.toml")) + sorted(JOBS.glob("*_toy.toml"))
+
+
+def _sources_as_tables(con: duckdb.DuckDBPyConnection, job):
+    """Load the job's person file into a table and point the job at it, so the test can
+    prove the table is not modified."""
+    if job.dataset.source is None or job.dataset.source.path is None:
+        return job, None
+    path = job.dataset.source.path
+    reader = "read_parquet" if path.suffix == ".parquet" else "read_csv"
+    con.execute(f"CREATE TABLE src AS SELECT * FROM {reader}(?)", [str(path)])
+    return dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, source=Source(table="src"))), "src"
+
+
+@pytest.mark.parametrize("path", TOY_JOBS, ids=lambda p: p.stem)
+def test_release_hygiene(path, tmp_path):
+    with duckdb.connect() as con:
+        job, src = _sources_as_tables(con, load_job(path))
+        before = table_fingerprint(con, src) if src else None
+        result = anon_duck.run(con, job)
+        assert result.verified
+        if src:
+            assert table_fingerprint(con, src) == before
+        published = {f"{job.release.name}_{t}" for t in anon_duck.api.release_tables(
+            anon_duck.api.backend_for(con, job), job)} | {f"{job.release.name}_meta"}
+        assert user_tables(con) - {"src"} == published            # nothing else, no scratch
+        forbidden = {c for c in (job.dataset.id, *job.dataset.drop) if c}
+        for table in published - {f"{job.release.name}_meta"}:
+            cols = {r[0] for r in con.execute(f"DESCRIBE {ident(table)}").fetchall()}
+            assert not cols & forbidden, f"{table} publishes {cols & forbidden}"
+        snapshot = {t: con.execute(f"SELECT * FROM {ident(t)}").fetchall() for t in published}
+        assert all(c.passed for c in anon_duck.verify(con, job))
+        anon_duck.run(con, job)                                    # same seed: same bytes, clean replace
+        assert {t: con.execute(f"SELECT * FROM {ident(t)}").fetchall() for t in published} == snapshot
+        assert user_tables(con) - {"src"} == published
+        files = anon_duck.export(con, job, tmp_path / "out")
+        assert {p.stem for p in files} == published

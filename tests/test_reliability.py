@@ -1,0 +1,58 @@
+"""Interrupted and killed runs, resource settings. A run that is stopped at any moment leaves
+either the previous release or none — never a partial one, never scratch tables."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+import anon_duck
+from anon_duck.backend import DuckDBBackend
+from anon_duck.job import parse_job
+
+from conftest import JOBS, user_tables
+
+ADULT = str(JOBS / "adult_fulldomain.toml")
+
+
+def _cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "anon_duck.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("delay", [0.3, 0.8, 1.3])
+def test_stopped_run_leaves_nothing_partial(tmp_path, sig, delay):
+    db = str(tmp_path / "t.duckdb")
+    proc = _cli("run", ADULT, "--db", db)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if sig == signal.SIGINT and proc.returncode == 130:      # interrupted inside main()
+        assert "nothing was published" in err
+    else:                                                    # finished, or stopped while starting up
+        assert proc.returncode in (0, -sig)
+    with duckdb.connect(db) as con:
+        tables = user_tables(con)
+        assert tables in (set(), {"adult_k10_release", "adult_k10_meta"})   # all or nothing
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp'").fetchone()[0] == 0
+        if tables:
+            assert all(c.passed for c in anon_duck.verify(con, anon_duck.load_job(ADULT)))
+
+
+def test_settings_reach_duckdb(con):
+    DuckDBBackend(con, memory_limit="512MB", threads=1)
+    assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+    assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] in ("488.2 MiB", "512.0 MB", "488.2MiB")
+
+
+def test_job_settings_are_applied(con):
+    job = parse_job(open(JOBS / "toy_fulldomain.toml").read().replace("[release]", '[settings]\nthreads = 1\n[release]'),
+                    base_dir=JOBS)
+    anon_duck.run(con, job)
+    assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
