@@ -233,6 +233,7 @@ def lkc_privacy(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
         raise InputError(f"{name}: L must be an integer >= 1; got {L!r}")
     _positive(name, "K", K)
     _positive(name, "max_sets", max_sets)
+    _sql_limit(limit)
     c = _fraction(name, C)
     sensitive, params = _lkc_sensitive(name, qis, sensitive, sensitive_values)
     n_rows, sets, active = _lkc_sets(backend, name, relation, qis, sensitive, L, paranoid)

@@ -22,7 +22,7 @@ from anon_duck.verify import (CheckResult, k_anonymity, kkm_anonymity, km_anonym
                               lkc_privacy, lkc_subsets)
 
 HOSTILE = ['x"; DROP TABLE t; --', "select", "année", "a b"]
-PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture
@@ -493,7 +493,7 @@ def brute_lkc(cols, qis, L, K, C, S):
     return bad
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cols=small_tables(n_qis=(1, 4)), L=st.integers(1, 4), K=st.integers(1, 4),
        C=st.sampled_from([Fraction(1, 3), Fraction(1, 2), Fraction(2, 3), Fraction(1)]),
        S=st.sampled_from([None, ["a"], ["a", "c"]]), max_sets=st.sampled_from([1, 2, 256]))

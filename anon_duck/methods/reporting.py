@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend.base import Backend
+from ..errors import JobError
 from ..hierarchy import CLOSURE, NODES
 from ..inputs import Inputs
 from ..job import Job
@@ -28,7 +29,11 @@ def generalized_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
             numeric.append((q.column, float(lo), float(hi)))
         else:
             categorical.append((q.column, q.hierarchy))
-    weights = {q.column: q.weight for q in qis if q.weight is not None} or None
+    weighted = [q for q in qis if q.weight is not None]
+    if weighted and len(weighted) != len(qis):
+        missing = next(i for i, q in enumerate(qis) if q.weight is None)
+        raise JobError(f"input.qi[{missing}].weight: give a weight to every quasi-identifier or to none")
+    weights = {q.column: q.weight for q in weighted} or None
     out: dict[str, Any] = {"ncp": ncp(backend, relation=release, numeric=numeric, categorical=categorical,
                                       hier_node_relation=NODES, weights=weights)}
     out["discernibility"] = discernibility(backend, relation=release, qis=[q.column for q in qis], k=k)
