@@ -187,6 +187,9 @@ def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
             if key in t:
                 raise JobError(f"input.{key} needs a person table: add input.table or input.path")
     qis = tuple(_qi(q, f"input.qi[{i}]") for i, q in enumerate(_list(t.get("qi", []), "input.qi")))
+    weighted = [q.weight is not None for q in qis]
+    if any(weighted) and not all(weighted):
+        raise JobError(f"input.qi[{weighted.index(False)}].weight: give a weight to every quasi-identifier or to none")
     seen: set[str] = set()
     for i, q in enumerate(qis):
         if q.column in seen:

@@ -53,6 +53,8 @@ def test_parses_roles_and_defaults():
     (lambda s: s + "\nseed = -3\n", "release.seed"),
     (lambda s: s.replace('type = "interval"', 'type = "magic"'), "hierarchy.age.type"),
     (lambda s: s.replace("[[input.qi]]", "[[input.qi]]\nweight = 2"), "input.qi[0].weight"),
+    (lambda s: s.replace("[[input.qi]]", "[[input.qi]]\nweight = 0.5") + '[[input.qi]]\ncolumn = "sex"\n',
+     "input.qi[1].weight: give a weight to every quasi-identifier or to none"),
     (lambda s: s.replace('table = "patients"', 'path = "data.xlsx"'), "must be a .csv"),
 ])
 def test_bad_job_files_name_the_key(edit, message):

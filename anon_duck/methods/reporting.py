@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend.base import Backend
-from ..errors import JobError
 from ..hierarchy import CLOSURE, NODES
 from ..inputs import Inputs
 from ..job import Job
@@ -29,11 +28,7 @@ def generalized_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
             numeric.append((q.column, float(lo), float(hi)))
         else:
             categorical.append((q.column, q.hierarchy))
-    weighted = [q for q in qis if q.weight is not None]
-    if weighted and len(weighted) != len(qis):
-        missing = next(i for i, q in enumerate(qis) if q.weight is None)
-        raise JobError(f"input.qi[{missing}].weight: give a weight to every quasi-identifier or to none")
-    weights = {q.column: q.weight for q in weighted} or None
+    weights = {q.column: q.weight for q in qis if q.weight is not None} or None   # all or none (job.py)
     out: dict[str, Any] = {"ncp": ncp(backend, relation=release, numeric=numeric, categorical=categorical,
                                       hier_node_relation=NODES, weights=weights)}
     out["discernibility"] = discernibility(backend, relation=release, qis=[q.column for q in qis], k=k)
