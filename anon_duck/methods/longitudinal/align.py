@@ -25,6 +25,8 @@ the tie rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import accumulate
 
 import numpy as np
 
@@ -75,70 +77,89 @@ class AgsMatrices:
 def ags(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes: np.ndarray, y_ages: np.ndarray,
         offsets: Offsets = Offsets(), *, with_matrices: bool = False) -> Alignment | tuple[Alignment, AgsMatrices]:
     """A-GS(X, ILM(X), ALM(X), Y): Algorithm 2, steps 1-37, with the traceback following the
-    path cell by cell and reversing the pairs into position order (spec A19)."""
+    path cell by cell and reversing the pairs into position order (spec A19).
+
+    Steps 22-23 compare totals i + a, so the fill keeps the total C = i + a of each cell and
+    the chosen operation r; i and a of a cell are the sums of the operation costs along its
+    path (each cell extends its predecessor's), so the result's i, a and their unweighted
+    numerators are summed along the traceback path, and the full i/a matrices of Fig. 5 are
+    rebuilt from r only when asked for."""
     xc, xa, yc, ya = (np.asarray(v, dtype=np.int64) for v in (x_codes, x_ages, y_codes, y_ages))
     m, n = xc.size, yc.size
-    gi, ga = model.gen_i, model.gen_a
-    si, sa = model.sup_i, model.sup_a
-    ngi, nga, nsi, nsa = model.num_gen_i, model.num_gen_a, model.num_sup_i, model.num_sup_a
-    # four running sums per cell follow the chosen operation: weighted i, a; unweighted n_i, n_a
-    I = [[0] * (n + 1) for _ in range(m + 1)]
-    A = [[0] * (n + 1) for _ in range(m + 1)]
-    NI = [[0] * (n + 1) for _ in range(m + 1)]
-    NA = [[0] * (n + 1) for _ in range(m + 1)]
+    # per-operation costs as Python ints: (weighted i, weighted a, unweighted i, unweighted a)
+    gen = list(zip(*(t[xs[:, None], ys].ravel().tolist() for t, xs, ys in (
+        (model.gen_i, xc, yc), (model.gen_a, xa, ya), (model.num_gen_i, xc, yc), (model.num_gen_a, xa, ya)))))
+    sx = list(zip(model.sup_i[xc].tolist(), model.sup_a[xa].tolist(),
+                  model.num_sup_i[xc].tolist(), model.num_sup_a[xa].tolist()))
+    sy = list(zip(model.sup_i[yc].tolist(), model.sup_a[ya].tolist(),
+                  model.num_sup_i[yc].tolist(), model.num_sup_a[ya].tolist()))
+    gen_t = [g[0] + g[1] for g in gen]                           # steps 16 + 19, row-major (h, j)
+    sx_t, sy_t = [c[0] + c[1] for c in sx], [c[0] + c[1] for c in sy]
+    C = [[0] * (n + 1) for _ in range(m + 1)]
     R = [[-1] * (n + 1) for _ in range(m + 1)]
-    I[0][0], A[0][0], NI[0][0], NA[0][0] = offsets.i, offsets.a, offsets.n_i, offsets.n_a
-    sx = [(int(si[c]), int(sa[g]), int(nsi[c]), int(nsa[g])) for c, g in zip(xc, xa)]
-    sy = [(int(si[c]), int(sa[g]), int(nsi[c]), int(nsa[g])) for c, g in zip(yc, ya)]
+    C[0][0] = offsets.i + offsets.a
     for h in range(1, m + 1):                                  # steps 3-7
-        s = sx[h - 1]
-        I[h][0], A[h][0], NI[h][0], NA[h][0], R[h][0] = (I[h - 1][0] + s[0], A[h - 1][0] + s[1],
-                                                          NI[h - 1][0] + s[2], NA[h - 1][0] + s[3], SUP_X)
+        C[h][0], R[h][0] = C[h - 1][0] + sx_t[h - 1], SUP_X
     for j in range(1, n + 1):                                  # steps 8-12
-        s = sy[j - 1]
-        I[0][j], A[0][j], NI[0][j], NA[0][j], R[0][j] = (I[0][j - 1] + s[0], A[0][j - 1] + s[1],
-                                                          NI[0][j - 1] + s[2], NA[0][j - 1] + s[3], SUP_Y)
+        C[0][j], R[0][j] = C[0][j - 1] + sy_t[j - 1], SUP_Y
     for h in range(1, m + 1):                                  # steps 13-25
-        c_h, g_h = xc[h - 1], xa[h - 1]
-        row_gi, row_ga, row_ngi, row_nga = gi[c_h], ga[g_h], ngi[c_h], nga[g_h]
-        sxh = sx[h - 1]
+        up, row, r_row, sup_x = C[h - 1], C[h], R[h], sx_t[h - 1]
+        base = (h - 1) * n
         for j in range(1, n + 1):
-            c_j, g_j = yc[j - 1], ya[j - 1]
-            gen_i, gen_a = int(row_gi[c_j]), int(row_ga[g_j])
-            syj = sy[j - 1]
-            cand_gen = I[h - 1][j - 1] + gen_i + A[h - 1][j - 1] + gen_a          # steps 16, 19
-            cand_supy = I[h][j - 1] + syj[0] + A[h][j - 1] + syj[1]              # steps 17, 20
-            cand_supx = I[h - 1][j] + sxh[0] + A[h - 1][j] + sxh[1]              # steps 18, 21
-            if cand_gen <= cand_supy and cand_gen <= cand_supx:                  # step 22, GEN first
-                I[h][j], A[h][j] = I[h - 1][j - 1] + gen_i, A[h - 1][j - 1] + gen_a
-                NI[h][j] = NI[h - 1][j - 1] + int(row_ngi[c_j])
-                NA[h][j] = NA[h - 1][j - 1] + int(row_nga[g_j])
-                R[h][j] = GEN
+            cand_gen = up[j - 1] + gen_t[base + j - 1]         # steps 16, 19
+            cand_supy = row[j - 1] + sy_t[j - 1]               # steps 17, 20
+            cand_supx = up[j] + sup_x                          # steps 18, 21
+            if cand_gen <= cand_supy and cand_gen <= cand_supx:   # step 22, GEN first
+                row[j], r_row[j] = cand_gen, GEN
             elif cand_supy <= cand_supx:
-                I[h][j], A[h][j] = I[h][j - 1] + syj[0], A[h][j - 1] + syj[1]
-                NI[h][j], NA[h][j], R[h][j] = NI[h][j - 1] + syj[2], NA[h][j - 1] + syj[3], SUP_Y
+                row[j], r_row[j] = cand_supy, SUP_Y
             else:
-                I[h][j], A[h][j] = I[h - 1][j] + sxh[0], A[h - 1][j] + sxh[1]
-                NI[h][j], NA[h][j], R[h][j] = NI[h - 1][j] + sxh[2], NA[h - 1][j] + sxh[3], SUP_X
+                row[j], r_row[j] = cand_supx, SUP_X
     out_c: list[int] = []
     out_a: list[int] = []
+    sums = [offsets.i, offsets.a, offsets.n_i, offsets.n_a]
     h, j = m, n
     while h >= 1 or j >= 1:                                    # steps 26-36
         op = R[h][j]
         if op == GEN:
+            cost = gen[(h - 1) * n + j - 1]
             out_c.append(int(model.icd.lca[xc[h - 1], yc[j - 1]]))
             out_a.append(int(model.age.lca[xa[h - 1], ya[j - 1]]))
             h, j = h - 1, j - 1
         elif op == SUP_Y:
+            cost = sy[j - 1]
             j -= 1
         else:
+            cost = sx[h - 1]
             h -= 1
-    result = Alignment(np.array(out_c[::-1], dtype=np.int64), np.array(out_a[::-1], dtype=np.int64),
-                       I[m][n], A[m][n], NI[m][n], NA[m][n])
+        sums = [v + c for v, c in zip(sums, cost)]
+    result = Alignment(np.array(out_c[::-1], dtype=np.int64), np.array(out_a[::-1], dtype=np.int64), *sums)
     if with_matrices:
-        return result, AgsMatrices(np.array(I, dtype=np.int64), np.array(A, dtype=np.int64),
-                                   np.array(R, dtype=np.int64))
+        return result, _matrices(R, gen, sx, sy, offsets)
     return result
+
+
+def _matrices(R: list[list[int]], gen: list[tuple[int, ...]], sx: list[tuple[int, ...]], sy: list[tuple[int, ...]],
+              offsets: Offsets) -> AgsMatrices:
+    """The i and a matrices of Fig. 5: each cell's sums extend those of the cell its operation
+    came from (steps 16-21 applied along r)."""
+    m, n = len(R) - 1, len(R[0]) - 1
+    I = [[0] * (n + 1) for _ in range(m + 1)]
+    A = [[0] * (n + 1) for _ in range(m + 1)]
+    I[0][0], A[0][0] = offsets.i, offsets.a
+    for h in range(m + 1):
+        for j in range(n + 1):
+            op = R[h][j]
+            if op == GEN:
+                (ph, pj), cost = (h - 1, j - 1), gen[(h - 1) * n + j - 1]
+            elif op == SUP_Y:
+                (ph, pj), cost = (h, j - 1), sy[j - 1]
+            elif op == SUP_X:
+                (ph, pj), cost = (h - 1, j), sx[h - 1]
+            else:
+                continue
+            I[h][j], A[h][j] = I[ph][pj] + cost[0], A[ph][pj] + cost[1]
+    return AgsMatrices(np.array(I, dtype=np.int64), np.array(A, dtype=np.int64), np.array(R, dtype=np.int64))
 
 
 def baseline(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes: np.ndarray, y_ages: np.ndarray,
@@ -168,28 +189,32 @@ class PairSet:
     id ``P`` (:attr:`pad`) pads trajectories shorter than their block.
 
     ``gen_i[c, p]``/``gen_a[g, p]`` are the model's weighted generalization costs of any code
-    node c / age node g against pair p (steps 16 and 19), precomputed so that the step table
-    of an X is two row gathers (``None`` when that would take more than ~128 MiB)."""
+    node c / age node g against pair p (steps 16 and 19), precomputed in the scan's integer
+    type so that the step table of an X is two row gathers (``None`` when they would take
+    more than ~128 MiB). Column P (the pad) holds zeros."""
 
     key: np.ndarray         # (P,) sorted code * n_age + age
     codes: np.ndarray       # (P,)
     ages: np.ndarray        # (P,)
     n_age: int
-    sup: np.ndarray         # (P,) weighted sup of each pair
+    sup: np.ndarray         # (P + 1,) weighted sup of each pair, pad 0
     gen_i: np.ndarray | None
     gen_a: np.ndarray | None
 
     MAX_CACHED = 1 << 24
 
     @classmethod
-    def create(cls, model: CostModel, codes: np.ndarray, ages: np.ndarray) -> "PairSet":
+    def create(cls, model: CostModel, codes: np.ndarray, ages: np.ndarray, dtype: type) -> "PairSet":
         n_age = model.age.n
         key = np.unique(np.asarray(codes, dtype=np.int64) * n_age + np.asarray(ages, dtype=np.int64))
         pc, pa = key // n_age, key % n_age
-        cached = (model.icd.n + model.age.n) * key.size <= cls.MAX_CACHED
-        return cls(key, pc, pa, n_age, model.sup(pc, pa),
-                   np.ascontiguousarray(model.gen_i[:, pc]) if cached else None,
-                   np.ascontiguousarray(model.gen_a[:, pa]) if cached else None)
+        sup = np.append(model.sup(pc, pa), 0).astype(dtype)
+        if (model.icd.n + model.age.n) * (key.size + 1) > cls.MAX_CACHED:
+            return cls(key, pc, pa, n_age, sup, None, None)
+        gen_i = np.zeros((model.icd.n, key.size + 1), dtype=dtype)
+        gen_a = np.zeros((model.age.n, key.size + 1), dtype=dtype)
+        gen_i[:, :-1], gen_a[:, :-1] = model.gen_i[:, pc], model.gen_a[:, pa]
+        return cls(key, pc, pa, n_age, sup, gen_i, gen_a)
 
     @property
     def pad(self) -> int:
@@ -201,47 +226,82 @@ class PairSet:
         return np.where(valid, np.searchsorted(self.key, key), self.pad).astype(np.intp)
 
     def gen(self, model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray) -> np.ndarray:
-        """(m, P): gen(x_h, p) = gen_i + gen_a of every pair of X against every pair p."""
+        """(m, P + 1): gen(x_h, p) = gen_i + gen_a of every pair of X against every pair p
+        (pad column: 0)."""
         if self.gen_i is not None and self.gen_a is not None:
             return self.gen_i[x_codes] + self.gen_a[x_ages]
-        return model.gen_i[x_codes][:, self.codes] + model.gen_a[x_ages][:, self.ages]
+        gen = np.zeros((x_codes.size, self.pad + 1), dtype=self.sup.dtype)
+        gen[:, :-1] = model.gen_i[x_codes][:, self.codes] + model.gen_a[x_ages][:, self.ages]
+        return gen
 
 
 @dataclass(frozen=True)
 class XTables:
     """What a batched scan needs to know about one X = (x_1..x_m), as tables over a PairSet.
 
-    ``step[h - 1, p]`` is the DP row table of x_h (module docstring). ``lower`` and
-    ``unmatched`` give an exact lower bound of the A-GS total (spec §3.2):
-    in any alignment each y_j is either suppressed (sup(y_j)) or generalized with one x_h
-    (gen(x_h, y_j), each GEN counted for one y only), so the Y side costs at least
+    ``step[h - 1, p]`` is the DP row table of x_h (module docstring), 0 in the pad column.
+    ``lower`` and ``unmatched`` give a lower bound of the A-GS total (not in the paper; it
+    lets MDAV' skip alignments without changing any result): in any alignment each y_j is
+    either suppressed (sup(y_j)) or generalized with one x_h (gen(x_h, y_j), each GEN
+    counted for one y only), so the Y side costs at least
     ``sum_j lower[y_j]`` with ``lower[p] = min(sup(p), min_h gen(x_h, p))``; and when Y has
     n < m pairs at least m - n pairs of X are suppressed on top of that, which costs at least
     the sum of the m - n smallest sup(x_h) (``unmatched[n]``)."""
 
-    step: np.ndarray        # (m, P + 1), pad column 0 (never read by the DP of a real pair)
-    lower: np.ndarray       # (P + 1,), pad 0
-    unmatched: np.ndarray   # (m + 1,): unmatched[n] for a Y of n <= m pairs, 0 from n = m on
-    sup_x: int              # SUPX(m)
+    step: np.ndarray        # (m, P + 1)
+    sup_p: np.ndarray       # (P + 1,) sup of each candidate pair, pad 0
+    sup_xs: np.ndarray      # (m,) sup(x_h)
+
+    FEW = 128               # below this many candidates one strided prefix minimum beats a loop
 
     @classmethod
     def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray,
                dtype: type) -> "XTables":
         xc, xa = np.asarray(x_codes, dtype=np.int64), np.asarray(x_ages, dtype=np.int64)
-        m, p = xc.size, pairs.pad
-        sup_x, sup_p = model.sup(xc, xa), pairs.sup
-        gen = pairs.gen(model, xc, xa)                                  # steps 16 + 19, (m, P)
-        step = np.zeros((m, p + 1), dtype=dtype)
-        step[:, :p] = gen - sup_p[None, :] - sup_x[:, None]
-        lower = np.zeros(p + 1, dtype=np.int64)
-        lower[:p] = np.minimum(sup_p, gen.min(axis=0)) if m else sup_p
-        smallest = np.concatenate(([0], np.cumsum(np.sort(sup_x))))
-        return cls(step, lower, smallest[m - np.arange(m + 1)], int(sup_x.sum()))
+        sup_x = model.sup(xc, xa).astype(dtype)
+        step = pairs.gen(model, xc, xa)                                 # steps 16 + 19, (m, P + 1)
+        step -= pairs.sup
+        step -= sup_x[:, None]
+        step[:, -1] = 0
+        return cls(step, pairs.sup, sup_x)
 
-    def lower_bound(self, pid: np.ndarray, length: np.ndarray) -> np.ndarray:
-        """A lower bound of the A-GS total of X with each Y (pid: (width, N) pair ids)."""
-        m = self.unmatched.size - 1
-        return self.lower.take(pid).sum(axis=0) + self.unmatched[np.minimum(length, m)]
+    @property
+    def sup_x(self) -> int:
+        """SUPX(m): the cost of suppressing all of X."""
+        return int(self.sup_xs.sum(dtype=np.int64))
+
+    @cached_property
+    def lower(self) -> np.ndarray:
+        """(P + 1,): min(sup(p), min_h gen(x_h, p)) = sup(p) + min(0, min_h step + sup(x_h)); pad 0."""
+        if not self.sup_xs.size:
+            return self.sup_p.astype(np.int64)
+        best = (self.step + self.sup_xs[:, None]).min(axis=0)
+        low = self.sup_p + np.minimum(best, 0)
+        low[-1] = 0
+        return low
+
+    @cached_property
+    def unmatched(self) -> np.ndarray:
+        """(m + 1,): unmatched[n] = sum of the m - n smallest sup(x_h), for a Y of n <= m pairs."""
+        smallest = [0, *accumulate(sorted(self.sup_xs.tolist()))]
+        return np.array(smallest[::-1], dtype=np.int64)
+
+    def lower_bound(self, pid: np.ndarray) -> np.ndarray:
+        """The Y side of the lower bound, ``sum_j lower[y_j]``, for each Y (pid: (width, N))."""
+        return self.lower.take(pid, mode="clip").sum(axis=0, dtype=np.int64)
+
+    def unmatched_bound(self, length: np.ndarray) -> np.ndarray:
+        """The X side of the lower bound for Ys of the given lengths (index clipped to m)."""
+        return self.unmatched.take(length, mode="clip")
+
+    def upper_bound(self, pid: np.ndarray, sup_y: np.ndarray) -> np.ndarray:
+        """An upper bound of the A-GS total of X with each Y: the cost of one feasible
+        alignment, x_t against y_t for t <= min(m, n) (GEN, or both suppressed when that is
+        cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``)."""
+        bound = sup_y + self.sup_x
+        for table, ids in zip(self.step, pid):                     # pad pairs: step 0
+            bound += np.minimum(table.take(ids, mode="clip"), 0)
+        return bound
 
     def costs(self, pid: np.ndarray, length: np.ndarray, sup_y: np.ndarray) -> np.ndarray:
         """The A-GS total i + a of A-GS(X, 0, 0, Y) for each Y (no traceback): steps 1-25 on
@@ -253,8 +313,11 @@ class XTables:
             np.take(table, pid, out=row, mode="clip")                 # ids are in range: no checks
             row += e[:-1]                                             # GEN from (h-1, j-1)
             np.minimum(row, e[1:], out=row)                           # SUP_X from (h-1, j)
-            for j in range(width):                                    # SUP_Y chain from (h, j-1)
-                np.minimum(row[j], e[j], out=e[j + 1])
+            if n_cand < self.FEW:                                     # SUP_Y chain from (h, j-1)
+                np.minimum.accumulate(row, axis=0, out=e[1:])
+            else:                                                     # (strided: slow for many)
+                for j in range(width):
+                    np.minimum(row[j], e[j], out=e[j + 1])
         return e[length, np.arange(n_cand)].astype(np.int64) + sup_y + self.sup_x
 
 
@@ -283,7 +346,7 @@ class Bucket:
         scum = np.zeros((traj.size, width + 1), dtype=dtype)
         np.cumsum(sup, axis=1, out=scum[:, 1:])
         if pairs is None:
-            pairs = PairSet.create(model, codes[mask], ages[mask])
+            pairs = PairSet.create(model, codes[mask], ages[mask], dtype)
         pid = np.ascontiguousarray(pairs.ids(codes, ages, mask).T)
         return cls(traj, codes, ages, length, scum, pairs, pid)
 
@@ -291,11 +354,6 @@ class Bucket:
     def sup_y(self) -> np.ndarray:
         """SUPY(n) of every candidate: the cost of suppressing all of it."""
         return self.scum[np.arange(self.traj.size), self.length].astype(np.int64)
-
-    def keep(self, rows: np.ndarray) -> None:
-        """Drop the candidates that left the pool (rows: boolean mask of those that stay)."""
-        self.traj, self.codes, self.ages = self.traj[rows], self.codes[rows], self.ages[rows]
-        self.length, self.scum, self.pid = self.length[rows], self.scum[rows], np.ascontiguousarray(self.pid[:, rows])
 
 
 def ags_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Bucket) -> np.ndarray:

@@ -1,14 +1,16 @@
 """MDAV' (Algorithm 3 of seed 004) and formCluster (Algorithm 4).
 
 D, the pool of remaining records, is kept grouped by distinct trajectory value: the distance
-of a record depends only on its trajectory, so each scan aligns every distinct value once
-(batched in numpy, :func:`align.ags_costs`), and records of one value leave the pool in
+of a record depends only on its trajectory, so each scan considers every distinct value once
+(batched in numpy, :class:`align.XTables`), and records of one value leave the pool in
 ascending record order. Ties of "most frequent", argmax and argmin go to the value holding
 the smallest remaining record (spec A5); "most frequent" is ordered-sequence equality (A10).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
 from ..base import Progress
@@ -59,14 +61,17 @@ class Trajectories:
 class Pool:
     """D of Algorithms 3-4: the records not yet in a cluster.
 
-    A-GS scans are exact but pruned (spec §3.2): Algorithm 4's argmin needs the exact cost
-    only of the values whose lower bound (:class:`XTables`) does not exceed a cost already
-    reached, and Algorithm 3's argmax only of those whose upper bound (suppress both
-    trajectories entirely, SUPX(m) + SUPY(n), a feasible alignment) reaches the best cost
-    found so far. Every value that can attain or tie the optimum is aligned exactly, so the
-    result, ties included, is that of the full scan."""
+    A-GS scans are exact but pruned (not in the paper; a speed-up that cannot change the
+    result): Algorithm 4's argmin aligns exactly only the values whose lower bound
+    (:meth:`XTables.lower_bound`) does not exceed a cost already reached, and Algorithm 3's
+    argmax only those whose upper bounds — suppressing both trajectories (SUPX + SUPY), then
+    the diagonal alignment (:meth:`XTables.upper_bound`) — reach the best cost found so far.
+    Every value that can attain or tie the optimum is aligned exactly, so the result, ties
+    included, is that of the full scan (``tests/test_longitudinal_pruning.py``). Baseline
+    scans are cheap and stay full."""
 
     FIRST_ROUND = 64        # values aligned first (best bounds) to get the pruning threshold
+    DEAD = 1 << 62          # bound penalty of a value no longer in D: never selected
 
     def __init__(self, model: CostModel, trajs: Trajectories, alignment: str) -> None:
         self.model, self.trajs = model, trajs
@@ -82,10 +87,23 @@ class Pool:
         width = trajs.codes.shape[1]
         self.dtype = np.int32 if model.max_total(2 * width + 2) < 2 ** 31 else np.int64
         valid = np.arange(width)[None, :] < trajs.length[:, None]
-        self.pairs = PairSet.create(model, trajs.codes[valid], trajs.ages[valid])
+        self.pairs = PairSet.create(model, trajs.codes[valid], trajs.ages[valid], self.dtype)
         self.pid = np.ascontiguousarray(self.pairs.ids(trajs.codes, trajs.ages, valid).T)   # (width, n_traj)
         self.sup_y = np.where(valid, model.sup(trajs.codes, trajs.ages), 0).sum(axis=1)
-        self.buckets = _make_buckets(model, trajs, self.pairs, self.dtype)
+        self.slot = np.full(n_traj, -1, dtype=np.int64)
+        self._layout(np.flatnonzero(self.count > 0))
+
+    def _layout(self, live: np.ndarray) -> None:
+        """Lay the values ``live`` out as length buckets, concatenated in ``order``; a value
+        that leaves D gets the ``DEAD`` penalty in ``dead`` until the next layout."""
+        self.buckets = _make_buckets(self.model, self.trajs, live, self.pairs, self.dtype)
+        self.order = np.concatenate([b.traj for b in self.buckets])
+        self.order_length = self.trajs.length[self.order]
+        self.order_sup_y = self.sup_y[self.order]
+        self.dead = np.zeros(self.order.size, dtype=np.int64)
+        self.n_dead = 0
+        self.slot[:] = -1
+        self.slot[self.order] = np.arange(self.order.size)
 
     def first_record(self, t: np.ndarray) -> np.ndarray:
         """Smallest remaining record of each value in ``t`` (the tie-break key)."""
@@ -98,6 +116,9 @@ class Pool:
         self.taken[t] += 1
         self.count[t] -= 1
         self.size -= 1
+        if not self.count[t]:
+            self.dead[self.slot[t]] = self.DEAD
+            self.n_dead += 1
         return rec
 
     def most_frequent(self) -> int:
@@ -107,71 +128,71 @@ class Pool:
         ties = alive[self.count[alive] == best]
         return int(ties[np.argmin(self.first_record(ties))])
 
-    def live_buckets(self) -> list[tuple[Bucket, np.ndarray | None]]:
-        """The buckets holding values still in D, each with the mask of its live values
-        (``None``: all live). A bucket drops its dead values once half of them are dead."""
-        live = []
-        for b in self.buckets:
-            alive = self.count[b.traj] > 0
-            if not alive.any():
-                continue
-            if alive.mean() < 0.5:
-                b.keep(alive)
-                live.append((b, None))
-            else:
-                live.append((b, None if alive.all() else alive))
-        return live
+    def _live_layout(self) -> None:
+        """Drop the dead values from the layout once they are half of it."""
+        if 2 * self.n_dead > self.order.size:
+            self._layout(self.order[self.dead == 0])
 
     def distances(self, codes: np.ndarray, ages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(value ids, i + a of aligning X with each) for every value still in D: Baseline's
         scan, a handful of gathers per value."""
-        ts, ds = [], []
-        for b, alive in self.live_buckets():
-            cost = baseline_costs(self.model, codes, ages, b)
-            ts.append(b.traj if alive is None else b.traj[alive])
-            ds.append(cost if alive is None else cost[alive])
-        return np.concatenate(ts), np.concatenate(ds)
+        self._live_layout()
+        d = np.concatenate([baseline_costs(self.model, codes, ages, b) for b in self.buckets])
+        alive = self.dead == 0
+        return self.order[alive], d[alive]
 
     def farthest(self, codes: np.ndarray, ages: np.ndarray) -> int:
         """Algorithm 3 steps 4/7/13: argmax over D of the alignment cost with X."""
         if self.alignment != "ags":
             t, d = self.distances(codes, ages)
             return self._first(t[d == d.max()])
+        self._live_layout()
         tables = XTables.create(self.model, self.pairs, codes, ages, self.dtype)
-        t = np.concatenate([b.traj if alive is None else b.traj[alive] for b, alive in self.live_buckets()])
-        return self._pruned(tables, t, -(self.sup_y[t] + tables.sup_x), -1)
+        # SUPX + SUPY bounds every alignment; the diagonal alignment refines it where needed
+        return self._pruned(tables, self.dead - (self.order_sup_y + tables.sup_x), -1,
+                            lambda ids: -tables.upper_bound(self._block(ids)[0], self.sup_y[ids]))
 
     def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
         """Algorithm 4 step 3: argmin over D of the alignment cost with the representative."""
         if self.alignment != "ags":
             t, d = self.distances(codes, ages)
             return self._first(t[d == d.min()])
+        self._live_layout()
         tables = XTables.create(self.model, self.pairs, codes, ages, self.dtype)
-        ts, bounds = [], []
-        for b, alive in self.live_buckets():
-            low = tables.lower_bound(b.pid, b.length)
-            ts.append(b.traj if alive is None else b.traj[alive])
-            bounds.append(low if alive is None else low[alive])
-        return self._pruned(tables, np.concatenate(ts), np.concatenate(bounds), 1)
+        bound = np.concatenate([tables.lower_bound(b.pid) for b in self.buckets])
+        bound += tables.unmatched_bound(self.order_length)
+        bound += self.dead
+        return self._pruned(tables, bound, 1)
 
-    def _pruned(self, tables: XTables, t: np.ndarray, bound: np.ndarray, sign: int) -> int:
-        """argmin over ``t`` of ``sign * cost`` given ``bound <= sign * cost`` for each value:
-        align the values with the best bounds first; their best cost is a threshold that no
-        value with a larger bound can reach, then align the rest up to that threshold."""
-        first = np.argpartition(bound, self.FIRST_ROUND)[:self.FIRST_ROUND] if t.size > self.FIRST_ROUND \
-            else np.arange(t.size)
-        d_first = sign * self._costs(tables, t[first])
-        todo = bound <= d_first.min()
+    def _pruned(self, tables: XTables, bound: np.ndarray, sign: int,
+                refine: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
+        """argmin over the live values of ``sign * cost`` given ``bound <= sign * cost`` for
+        each (in layout order; dead values carry ``DEAD``): align the values with the best
+        bounds first; their best cost is a threshold that no value with a larger bound can
+        reach, then align the rest up to that threshold (after tightening their bounds with
+        ``refine``, when given)."""
+        first = np.argpartition(bound, self.FIRST_ROUND)[:self.FIRST_ROUND] if bound.size > self.FIRST_ROUND \
+            else np.arange(bound.size)
+        first = first[self.dead[first] == 0]
+        d_first = sign * self._costs(tables, self.order[first])
+        cut = d_first.min()
+        todo = bound <= cut
         todo[first] = False
-        rest = np.flatnonzero(todo)
-        d = np.concatenate((d_first, sign * self._costs(tables, t[rest])))
-        cand = np.concatenate((t[first], t[rest]))
+        rest = self.order[todo]
+        if refine is not None and rest.size:
+            rest = rest[refine(rest) <= cut]
+        d = np.concatenate((d_first, sign * self._costs(tables, rest)))
+        cand = np.concatenate((self.order[first], rest))
         return self._first(cand[d == d.min()])
+
+    def _block(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pair ids of the values ``t``, one column each, as wide as the longest; and their lengths."""
+        length = self.trajs.length[t]
+        return self.pid[:int(length.max()) if t.size else 0][:, t], length
 
     def _costs(self, tables: XTables, t: np.ndarray) -> np.ndarray:
         """Exact A-GS totals of X with the values ``t``, in one block as wide as the longest."""
-        width = int(self.trajs.length[t].max()) if t.size else 0
-        return tables.costs(self.pid[:width][:, t], self.trajs.length[t], self.sup_y[t])
+        return tables.costs(*self._block(t), self.sup_y[t])
 
     def _first(self, ties: np.ndarray) -> int:
         """Tie rule (spec A5): the value holding the smallest remaining record."""
@@ -183,10 +204,11 @@ class Pool:
         return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 
-def _make_buckets(model: CostModel, trajs: Trajectories, pairs: PairSet, dtype: type) -> list[Bucket]:
-    """Group the values by length so padding stays small (a bucket's widest member is at most
-    ~1.25x its shortest, or 2 pairs longer)."""
-    order = np.argsort(trajs.length, kind="stable")
+def _make_buckets(model: CostModel, trajs: Trajectories, ids: np.ndarray, pairs: PairSet,
+                  dtype: type) -> list[Bucket]:
+    """Group the values ``ids`` by length so padding stays small (a bucket's widest member is
+    at most ~1.25x its shortest, or 2 pairs longer)."""
+    order = ids[np.argsort(trajs.length[ids], kind="stable")]
     lengths = trajs.length[order]
     buckets, lo = [], 0
     while lo < order.size:

@@ -1,0 +1,169 @@
+"""Seed 004 method: the pruned A-GS scans of MDAV' give exactly the clusters of full scans.
+
+The production scans (``mdav.Pool.nearest`` / ``farthest``) align exactly only the values
+whose lower/upper bound can reach the optimum (docs/longitudinal.md, "Speed"). These tests
+run MDAV' twice on seeded cohorts — once with the production pool, once with a reference
+pool that aligns every value still in D (the scalar Algorithm 2, or the batched DP that
+``test_batched_costs_equal_scalar`` checks against it) — and require the same clusters,
+members in the same order, the same representatives and the same ILM/ALM numerators.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import duckdb
+import numpy as np
+import pytest
+
+from anon_duck.backend.duckdb import DuckDBBackend
+from anon_duck.inputs import prepare
+from anon_duck.job import parse_job
+from anon_duck.methods.longitudinal import METHOD
+from anon_duck.methods.longitudinal.align import Bucket, PairSet, XTables, ags, ags_costs
+from anon_duck.methods.longitudinal.cohort import TABLE_I, generate, job_text
+from anon_duck.methods.longitudinal.costs import CostModel, build_dgh
+from anon_duck.methods.longitudinal.load import load
+from anon_duck.methods.longitudinal.mdav import Cluster, Pool, Trajectories, mdav
+
+
+class FullScanPool(Pool):
+    """Reference D: every argmin/argmax aligns every value still in D exactly."""
+
+    def __init__(self, model: CostModel, trajs: Trajectories, scalar: bool) -> None:
+        super().__init__(model, trajs, "ags")
+        self.scalar = scalar
+
+    def _all(self, codes: np.ndarray, ages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = np.flatnonzero(self.count > 0)
+        if self.scalar:
+            return t, np.array([ags(self.model, codes, ages, *self.trajs.pairs(int(v))).total for v in t])
+        b = Bucket.create(self.model, t, self.trajs.codes[t], self.trajs.ages[t], self.trajs.length[t], np.int64)
+        return t, ags_costs(self.model, codes, ages, b)
+
+    def _pick(self, t: np.ndarray, d: np.ndarray, best: int) -> int:
+        ties = t[d == best]
+        return int(ties[np.argmin(self.first_record(ties))])
+
+    def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
+        t, d = self._all(codes, ages)
+        return self._pick(t, d, d.min())
+
+    def farthest(self, codes: np.ndarray, ages: np.ndarray) -> int:
+        t, d = self._all(codes, ages)
+        return self._pick(t, d, d.max())
+
+
+def _run(pool: Pool, k: int) -> list[Cluster]:
+    return mdav(pool, k, final_pick="random", rng=np.random.default_rng(7), progress=lambda *a: None)
+
+
+def _assert_same(got: list[Cluster], ref: list[Cluster]) -> None:
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        assert g.members.tolist() == r.members.tolist()
+        assert g.codes.tolist() == r.codes.tolist() and g.ages.tolist() == r.ages.tolist()
+        assert (g.i, g.a, g.n_i, g.n_a) == (r.i, r.a, r.n_i, r.n_a)
+
+
+def _loaded_cohort(name: str, n: int, seed: int):
+    """A Table-I-shaped cohort through the real SQL load path (ICD-9 categories, dyadic ages)."""
+    con = duckdb.connect()
+    backend = DuckDBBackend(con)
+    data = generate(TABLE_I[name], n_patients=n, seed=seed)
+    backend.write_table("cohort_patients", data["patients"])
+    backend.write_table("cohort_events", data["events"])
+    job = parse_job(job_text(TABLE_I[name], k=2))
+    return load(backend, job, prepare(backend, job), METHOD.check_params(job))
+
+
+@pytest.mark.parametrize("name, n, seed", [("D50_pop", 300, 1), ("D50_pop", 250, 2), ("D4_smp", 300, 3)])
+@pytest.mark.parametrize("k", [2, 5])
+def test_pruned_scans_equal_full_scans_on_cohorts(name, n, seed, k):
+    data = _loaded_cohort(name, n, seed)
+    got = _run(Pool(data.model, data.trajs, "ags"), k)
+    _assert_same(got, _run(FullScanPool(data.model, data.trajs, scalar=False), k))
+    assert sum(c.members.size for c in got) == n and min(c.members.size for c in got) >= k
+
+
+def test_pruned_scans_equal_scalar_algorithm_2():
+    data = _loaded_cohort("D50_pop", 90, 5)
+    for k in (2, 5):
+        _assert_same(_run(Pool(data.model, data.trajs, "ags"), k),
+                     _run(FullScanPool(data.model, data.trajs, scalar=True), k))
+
+
+def _random_model(rng: np.random.Generator) -> CostModel:
+    """Small random trees (parents before children) and random weights: many exact ties."""
+    def tree(n: int):
+        parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)])
+        is_leaf = ~np.isin(np.arange(n), parent)
+        n_leaves = np.zeros(n, dtype=np.int64)
+        for leaf in np.flatnonzero(is_leaf):
+            v = leaf
+            while v >= 0:
+                n_leaves[v] += 1
+                v = parent[v]
+        return build_dgh(np.arange(n), parent, n_leaves, is_leaf, "c0" if rng.random() < 0.5 else "literal")
+    w = Fraction(int(rng.integers(0, 11)), 10)
+    return CostModel.create(tree(int(rng.integers(3, 9))), tree(int(rng.integers(3, 9))), w, 1 - w)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruned_scans_equal_full_scans_on_random_trees(seed):
+    """Random leaf trajectories of 0-7 pairs over tiny trees: duplicates, empty trajectories
+    and tied costs everywhere, so the tie rule is exercised as much as the bounds."""
+    rng = np.random.default_rng(seed)
+    model = _random_model(rng)
+    leaves_c, leaves_a = np.flatnonzero(model.icd.is_leaf), np.flatnonzero(model.age.is_leaf)
+    n_records = int(rng.integers(150, 250))
+    raw = [tuple(zip(rng.choice(leaves_c, n).tolist(), rng.choice(leaves_a, n).tolist()))
+           for n in rng.integers(0, 8, n_records)]
+    values = sorted(set(raw))
+    index = {v: i for i, v in enumerate(values)}
+    traj = np.array([i for i, v in enumerate(values) for _ in v], dtype=np.int64)
+    seq = np.array([j for v in values for j in range(len(v))], dtype=np.int64)
+    code = np.array([c for v in values for c, _ in v], dtype=np.int64)
+    age = np.array([a for v in values for _, a in v], dtype=np.int64)
+    trajs = Trajectories.from_pairs(traj, seq, code, age, np.array([index[v] for v in raw]))
+    for k in (2, 3, 5):
+        _assert_same(_run(Pool(model, trajs, "ags"), k), _run(FullScanPool(model, trajs, scalar=False), k))
+
+
+def test_bounds_enclose_the_exact_cost():
+    """lower_bound <= A-GS total <= upper_bound for generalized X (any node) and leaf Ys."""
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        model = _random_model(rng)
+        n_cand, width = 40, int(rng.integers(0, 7))
+        codes = rng.choice(np.flatnonzero(model.icd.is_leaf), (n_cand, width))
+        ages = rng.choice(np.flatnonzero(model.age.is_leaf), (n_cand, width))
+        b = Bucket.create(model, np.arange(n_cand), codes, ages, rng.integers(0, width + 1, n_cand), np.int64)
+        m = int(rng.integers(0, 7))
+        xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
+        exact = ags_costs(model, xc, xa, b)
+        tables = XTables.create(model, b.pairs, xc, xa, np.int64)
+        assert (tables.lower_bound(b.pid) + tables.unmatched_bound(b.length) <= exact).all()
+        assert (tables.upper_bound(b.pid, b.sup_y) >= exact).all()
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_wide_blocks_and_uncached_tables_equal_scalar(monkeypatch, cached):
+    """Blocks of more than ``XTables.FEW`` candidates (the looped prefix minimum) and pair
+    tables computed per X instead of precomputed (``PairSet.MAX_CACHED``) give Algorithm 2's
+    totals."""
+    if not cached:
+        monkeypatch.setattr(PairSet, "MAX_CACHED", 0)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        model = _random_model(rng)
+        n_cand, width = XTables.FEW + 50, int(rng.integers(1, 7))
+        codes = rng.integers(0, model.icd.n, (n_cand, width))
+        ages = rng.integers(0, model.age.n, (n_cand, width))
+        length = rng.integers(0, width + 1, n_cand)
+        b = Bucket.create(model, np.arange(n_cand), codes, ages, length, np.int32)
+        assert (b.pairs.gen_i is None) == (not cached)
+        m = int(rng.integers(0, 7))
+        xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
+        got = ags_costs(model, xc, xa, b)
+        assert got.tolist() == [ags(model, xc, xa, codes[c, :length[c]], ages[c, :length[c]]).total
+                                for c in range(n_cand)]
