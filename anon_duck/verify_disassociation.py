@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from .backend.base import Backend
 from .sqlrender import render
-from .verify import CheckResult
+from .verify import CheckResult, km_anonymity
 
 #: the published columns of each release table
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -58,9 +58,10 @@ def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: i
     return out
 
 
-def _columns(backend: Backend, tables: Mapping[str, Sequence[str]]) -> CheckResult:
+def _columns(backend: Backend, tables: Mapping[str, Sequence[str]],
+             columns: Mapping[str, tuple[str, ...]] = COLUMNS) -> CheckResult:
     violations: list[dict[str, Any]] = []
-    for suffix, expected in COLUMNS.items():
+    for suffix, expected in columns.items():
         if suffix not in tables:
             violations.append({"table": suffix, "problem": "missing"})
             continue
@@ -68,6 +69,39 @@ def _columns(backend: Backend, tables: Mapping[str, Sequence[str]]) -> CheckResu
                                   render("verify/disassociation_columns.sql.j2", relation=tables[suffix])))
         if got != expected:
             violations.append({"table": suffix, "problem": f"columns {list(got)}, expected {list(expected)}"})
-    extra = sorted(set(tables) - set(COLUMNS))
+    extra = sorted(set(tables) - set(columns))
     violations += [{"table": s, "problem": "not part of a disassociated release"} for s in extra]
     return CheckResult("disassociation_columns", not violations, len(violations), violations)
+
+
+#: the published columns of a CBA-baseline release (method ``cba``)
+CBA_COLUMNS: dict[str, tuple[str, ...]] = {
+    "clusters": ("cluster_id", "n_records"),
+    "record_tokens": ("record_id", "cluster_id", "token"),
+    "tokens": ("token", "code"),
+}
+
+
+def audit_cba(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: int,
+              limit: int = 20) -> list[CheckResult]:
+    """Audit of the CBA-style baseline (seed 001 §6.3): the foundation's generic
+    ``km_anonymity`` on the generalized records (a token is an item; per cluster: GenDiag
+    recodes locally), every cluster >= k records, and token consistency (every used token is
+    defined; inside a cluster a code lies in one token only; a record is in one cluster)."""
+    out = [_columns(backend, tables, CBA_COLUMNS)]
+    if not out[0].passed:
+        return out
+    out.append(km_anonymity(backend, relation=tables["record_tokens"], id_col="record_id", code_col="token",
+                            k=k, m=m, group_cols=("cluster_id",), limit=limit))
+    checks = [
+        ("disassociation_cluster_size", "verify/disassociation_cluster_size.sql.j2", {"clusters": tables["clusters"]},
+         {"k": k}, ("cluster_id", "n_records")),
+        ("cba_tokens", "verify/disassociation_cba_tokens.sql.j2",
+         {"record_tokens": tables["record_tokens"], "tokens": tables["tokens"]}, {}, ("problem", "what", "n")),
+    ]
+    for name, template, context, bound, fields in checks:
+        rows = backend.rows(f"verify {name}", render(template, **context), {**bound, "limit": max(limit, 1)})
+        total = int(rows[0][-1]) if rows else 0
+        violations = [dict(zip(fields, r)) for r in rows[:limit]]
+        out.append(CheckResult(name, total == 0, total, violations, {"k": k, "m": m}))
+    return out

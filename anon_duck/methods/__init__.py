@@ -18,6 +18,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "artuc_rmr": ("anon_duck.methods.artuc", "RMR"),
     "lkc": ("anon_duck.methods.lkc", "METHOD"),
     "disassociation": ("anon_duck.methods.disassociation", "METHOD"),
+    "cba": ("anon_duck.methods.disassociation.cba", "METHOD"),
     "counterfeit": ("anon_duck.methods.counterfeit", "METHOD"),
     "longitudinal": ("anon_duck.methods.longitudinal", "METHOD"),
 }

@@ -24,11 +24,15 @@ PARAMS = (
     Param("constraints", dict, None, doc="explicit policy: {constraint id = [codes]} (disjoint)"),
     Param("sim_size", int, 10, lo=1, doc="policy sim: codes per constraint"),
     Param("sup_percent", float, 0.625, lo=0.0, hi=100.0, doc="policy sup: minimum support of itemsets, % of records"),
-    Param("reconstructions", int, 10, lo=1, hi=1000, doc="report: seeded random reconstructions (digest A11)"),
+    Param("reconstructions", int, 10, lo=0, hi=1000,
+          doc="report: seeded random reconstructions (digest A11); 0 = only the analytic expected counts (§2.9)"),
     Param("queries", int, 1000, lo=1, hi=100_000, doc="report: COUNT queries per workload (and per size in W1)"),
     Param("w1_minsup_percent", float, 0.625, lo=0.0, hi=100.0, doc="report: W1 minimum support, % of records"),
-    Param("item_count", str, "uniform", choices=ITEM_COUNT_MODES,
-          doc="report: how often an item-chunk code is placed in a reconstruction (digest §2.6)"),
+    Param("item_count", str, "one", choices=ITEM_COUNT_MODES,
+          doc="report: how often an item-chunk code is placed in a reconstruction (digest §2.6; "
+              "default one, docs/disassociation.md 'Reconstruction')"),
+    Param("baseline_release", str, "", doc="report: a published cba release; queries use only the codes it kept "
+                                           "and its ARE on the same queries is reported (seed 001 §6.3)"),
 )
 
 
@@ -48,6 +52,7 @@ class DisParams:
     queries: int
     w1_minsup_percent: float
     item_count: str
+    baseline_release: str
 
 
 def check_params(job: Job) -> DisParams:
@@ -64,15 +69,15 @@ def check_params(job: Job) -> DisParams:
     if (p["constraints"] is not None) != (p["policy"] == "explicit"):
         raise JobError("method.constraints is used exactly when method.policy = \"explicit\"; "
                        f"got policy = {p['policy']!r} with{'' if p['constraints'] is not None else 'out'} constraints")
-    constraints = _constraints(p["constraints"]) if p["constraints"] is not None else ()
+    constraints = parse_constraints(p["constraints"]) if p["constraints"] is not None else ()
     if p["policy"] == "sup" and p["sup_percent"] <= 0:
         raise JobError("method.sup_percent must be > 0")
     return DisParams(k, p["m"], mcs, p["refine"], p["merge_small"], p["unconstrained_order"], p["policy"],
                      constraints, p["sim_size"], p["sup_percent"], p["reconstructions"], p["queries"],
-                     p["w1_minsup_percent"], p["item_count"])
+                     p["w1_minsup_percent"], p["item_count"], p["baseline_release"])
 
 
-def _constraints(table: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def parse_constraints(table: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``[method.constraints]``: each key a constraint id, each value a non-empty list of code
     strings; constraints must be pairwise disjoint (seed 001 §3.1)."""
     if not table:

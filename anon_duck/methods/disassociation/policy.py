@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -25,7 +26,15 @@ from ...hierarchy import CLOSURE, NODES
 from ...job import Job
 from ...sqlrender import render
 from .encoding import CODE, PAIR, Records
-from .params import DisParams
+
+
+class PolicyParams(Protocol):
+    """The parameters a policy is built from (shared by ``disassociation`` and ``cba``)."""
+
+    policy: str
+    constraints: tuple[tuple[str, tuple[str, ...]], ...]
+    sim_size: int
+    sup_percent: float
 
 _LEVEL_DEPTH = {"level1": 3, "level2": 2, "level3": 1}
 
@@ -40,7 +49,7 @@ class Policy:
         return len(self.names)
 
 
-def build_policy(backend: Backend, job: Job, params: DisParams, rec: Records) -> Policy:
+def build_policy(backend: Backend, job: Job, params: PolicyParams, rec: Records) -> Policy:
     if params.policy == "none":
         return Policy(np.full(rec.n_codes, -1, dtype=np.int64), [])
     if params.policy == "explicit":
@@ -57,7 +66,7 @@ def build_policy(backend: Backend, job: Job, params: DisParams, rec: Records) ->
     return _frequent_itemsets(backend, rec, params.sup_percent)
 
 
-def _explicit(params: DisParams, rec: Records) -> Policy:
+def _explicit(params: PolicyParams, rec: Records) -> Policy:
     index = rec.index_of()
     constraint_of = np.full(rec.n_codes, -1, dtype=np.int64)
     unknown = []

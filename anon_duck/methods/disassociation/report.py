@@ -1,16 +1,20 @@
-"""Utility of a disassociated release (seed 001 §3.3, §6; digest §2.6-2.8, §5.4-5.5).
+"""Utility of a disassociated release (seed 001 §3.3, §6; digest §2.6-2.9, §5.4-5.5).
 
-Measures are taken on *reconstructed* datasets: ``R`` seeded random reconstructions built in
-SQL from the published tables only (:file:`sql/disassociation/reconstruct.sql.j2`, digest
-§2.6: an independent uniform bijection per chunk, each item-chunk code placed in a random
-1..|P| rows). Then
+Measures are taken on *reconstructed* datasets, from the published tables only:
 
-* ARE (Definition 2) of COUNT workloads W1 (frequent itemsets of 1..4 codes) and W2 (random
-  code sets of 1..4 codes), generated from the original data as the digest's GEN (§5.4);
-* MRE (Definition 3) of every utility constraint of the policy, with the digest's bins;
-* the suppression rate (always 0: disassociation publishes every code).
+* the analytic expected answer of every COUNT query over the random reconstructions (digest
+  §2.9, :file:`sql/disassociation/expected_counts.sql.j2`): deterministic, no sampling;
+* ``R`` seeded random reconstructions (:file:`sql/disassociation/reconstruct.sql.j2`, digest
+  §2.6: an independent uniform bijection per chunk; each item-chunk code placed in one random
+  row (``item_count = one``, our default, docs/disassociation.md "Reconstruction"), in
+  1..|P| rows (``uniform``, the digest's default) or 1..min(|P|, k-1) rows (``below_k``)).
 
-ARE and MRE are computed per reconstruction and reported as mean and standard deviation.
+Then ARE (Definition 2) of the COUNT workloads W1 (frequent itemsets of 1..4 codes) and W2
+(random code sets of 1..4 codes) of :mod:`.workload`, per reconstruction (mean and standard
+deviation) and of the expected answers; MRE (Definition 3) of every utility constraint, with
+the digest's bins; the suppression rate (always 0). With ``baseline_release`` the queries use
+only the codes a published ``cba`` release kept and that release's ARE on the same queries is
+reported next to Dis's (seed 001 §6.3, Fig. 13).
 """
 from __future__ import annotations
 
@@ -20,15 +24,18 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...backend.base import Backend
+from ...errors import InputError
 from ...inputs import Inputs
 from ...job import Job
 from ...scratch import scratch
 from ...sqlrender import render
-from .encoding import CODE, PAIR, RECORD, Records, encode
+from .encoding import CODE, PAIR, Records, encode
 from .params import DisParams
+from .cba import generalized_are
 from .policy import build_policy
+from .workload import WORKLOAD, kept_codes, workloads, write_workload
 
-RECON, WORKLOAD, POLICY = scratch("dis_recon"), scratch("dis_workload"), scratch("dis_policy")
+RECON, POLICY = scratch("dis_recon"), scratch("dis_policy")
 MRE_BINS = ((-math.inf, -0.10), (-0.10, -0.05), (-0.05, -0.025), (-0.025, 0.0), (0.0, 0.025), (0.025, 0.05),
             (0.05, math.inf))
 MRE_BIN_LABELS = ("(-inf,-10%)", "[-10%,-5%)", "[-5%,-2.5%)", "[-2.5%,0%]", "(0%,2.5%)", "[2.5%,5%)", "[5%,inf)")
@@ -38,19 +45,70 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
                           params: DisParams) -> dict[str, Any]:
     assert inputs.codes is not None
     rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
-    reconstruct(backend, tables, seed=job.release.seed, n=params.reconstructions, k=params.k,
-                mode=params.item_count)
-    rng = np.random.default_rng(job.release.seed)
-    sigma_w1 = max(1, math.ceil(params.w1_minsup_percent / 100.0 * rec.n))
-    w1 = [q for c in (1, 2, 3, 4) for q in generate_queries(rec, c, sigma_w1, params.queries, rng)]
-    w2 = [q for q in (generate_queries(rec, int(c), 1, 1, rng) for c in rng.integers(1, 5, params.queries)) for q in q]
+    baseline = _baseline_tables(backend, params.baseline_release) if params.baseline_release else None
+    allowed = kept_codes(backend, rec, baseline["tokens"]) if baseline else np.ones(rec.n_codes, dtype=bool)
+    w1, w2, sigma_w1 = workloads(rec, allowed, params.queries, params.w1_minsup_percent, job.release.seed,
+                                 backend)
     out: dict[str, Any] = {"reconstructions": params.reconstructions, "item_count": params.item_count,
                            "suppressed_codes": 0, "suppression_rate": 0.0}
-    out["are"] = {"W1": are(backend, w1, params.reconstructions, by_size=True) | {"minsup_records": sigma_w1},
-                  "W2": are(backend, w2, params.reconstructions, by_size=False)}
-    policy = build_policy(backend, job, params, rec)
-    out["mre"] = mre(backend, rec, policy.constraint_of, params.reconstructions)
+    out["are"] = {"W1": {"minsup_records": sigma_w1}, "W2": {}}
+    for name, queries, by_size in (("W1", w1, True), ("W2", w2, False)):
+        out["are"][name]["expected"] = expected_are(backend, tables, queries, mode=params.item_count, k=params.k,
+                                                    by_size=by_size)
+        if baseline:
+            out["are"][name]["baseline"] = generalized_are(backend, baseline, queries, by_size=by_size)
+    if params.reconstructions:
+        reconstruct(backend, tables, seed=job.release.seed, n=params.reconstructions, k=params.k,
+                    mode=params.item_count)
+        for name, queries, by_size in (("W1", w1, True), ("W2", w2, False)):
+            out["are"][name] |= are(backend, queries, params.reconstructions, by_size=by_size)
+        policy = build_policy(backend, job, params, rec)
+        out["mre"] = mre(backend, rec, policy.constraint_of, params.reconstructions)
+    if baseline:
+        out["baseline_release"] = params.baseline_release
+        out["query_codes"] = int(allowed.sum())
     return out
+
+
+def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], queries: list[tuple[int, ...]], *,
+                 mode: str, k: int, by_size: bool) -> dict[str, Any]:
+    """ARE (Definition 2) of the analytic expected answers E[C_A(q)] of digest §2.9 (no
+    sampling; :file:`sql/disassociation/expected_counts.sql.j2`). This is the error of the
+    mean reconstruction; by Jensen it is at most the mean error of single reconstructions."""
+    if not queries:
+        return {"queries": 0}
+    qid = write_workload(backend, queries)
+    n_uniq = int(qid.max()) + 1
+    e = backend.fetch("disassociation: expected counts", render(
+        "disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE, clusters=tables["clusters"],
+        record_chunks=tables["record_chunks"], shared_chunks=tables["shared_chunks"],
+        shared_scope=tables["shared_scope"], item_chunks=tables["item_chunks"], mode=mode),
+        {"k": k} if mode == "below_k" else None)
+    c_o = backend.fetch("disassociation: original counts", render(
+        "disassociation/original_counts.sql.j2", workload=WORKLOAD, pair=PAIR))
+    expected = np.zeros(n_uniq)
+    expected[e["qid"].astype(int)] = e["e_count"]
+    original = np.zeros(n_uniq)
+    original[c_o["qid"].astype(int)] = c_o["c_o"]
+    err = (np.abs(expected - original) / original)[qid]
+    out: dict[str, Any] = {"queries": len(queries), "are": float(err.mean())}
+    if by_size:
+        sizes = np.asarray([len(q) for q in queries])
+        out["by_size"] = {int(s): float(err[sizes == s].mean()) for s in np.unique(sizes)}
+    return out
+
+
+def _baseline_tables(backend: Backend, name: str) -> dict[str, tuple[str, ...]]:
+    """The tables of a published ``cba`` release (``method.baseline_release``)."""
+    meta = ("main", f"{name}_meta")
+    if not backend.scalar("report: baseline release", render("release/exists.sql.j2"), {"name": meta[1]}):
+        raise InputError(f"method.baseline_release = {name!r}: no release of that name in this database; "
+                         "run the cba job first")
+    method = backend.scalar("report: baseline method", render("disassociation/release_method.sql.j2", meta=meta))
+    if method != "cba":
+        raise InputError(f"method.baseline_release = {name!r} is a {method!r} release; the comparison needs a "
+                         "release of method \"cba\"")
+    return {s: ("main", f"{name}_{s}") for s in ("clusters", "record_tokens", "tokens")}
 
 
 def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed: int, n: int, k: int,
@@ -63,54 +121,17 @@ def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed
         {"seed": str(seed), "n": n, **({"k": k} if mode == "below_k" else {})})
 
 
-def generate_queries(rec: Records, c: int, sigma: int, n: int, rng: np.random.Generator,
-                     tries: int = 100) -> list[tuple[int, ...]]:
-    """Digest §5.4 GEN: a c-code query starts from a random code of support >= sigma and
-    extends by a random code keeping the support >= sigma; a dead end restarts (at most
-    ``tries`` times per query, then the query is skipped). Supports come from the pairs in
-    numpy (record lists per code, code lists per record)."""
-    by_code = np.argsort(rec.cid, kind="stable")
-    code_start = np.searchsorted(rec.cid[by_code], np.arange(rec.n_codes + 1))
-    rec_start = np.searchsorted(rec.rid, np.arange(rec.n + 1))
-    support = np.diff(code_start)
-    seeds = np.flatnonzero(support >= sigma)
-    out: list[tuple[int, ...]] = []
-    if seeds.size == 0:
-        return out
-    for _ in range(n):
-        for _ in range(tries):
-            q = [int(rng.choice(seeds))]
-            rows = rec.rid[by_code[code_start[q[0]]:code_start[q[0] + 1]]]
-            while len(q) < c:
-                starts, ends = rec_start[rows], rec_start[rows + 1]
-                idx = np.repeat(ends - (ends - starts).cumsum(), ends - starts) + np.arange((ends - starts).sum())
-                counts = np.bincount(rec.cid[idx], minlength=rec.n_codes)
-                counts[q] = 0
-                cand = np.flatnonzero(counts >= sigma)
-                if cand.size == 0:
-                    break
-                b = int(rng.choice(cand))
-                q.append(b)
-                rows = np.intersect1d(rows, rec.rid[by_code[code_start[b]:code_start[b + 1]]], assume_unique=True)
-            if len(q) == c:
-                out.append(tuple(sorted(q)))
-                break
-    return out
-
-
 def are(backend: Backend, queries: list[tuple[int, ...]], n_recon: int, *, by_size: bool) -> dict[str, Any]:
     """Definition 2 per reconstruction: mean over queries of |C_A - C_O| / C_O."""
     if not queries:
         return {"queries": 0}
-    qid = np.repeat(np.arange(len(queries)), [len(q) for q in queries])
-    backend.write_table(WORKLOAD, {"qid": qid.astype(np.int64),
-                                   "cid": np.concatenate([np.asarray(q, dtype=np.int64) for q in queries]),
-                                   "qsize": np.repeat([len(q) for q in queries], [len(q) for q in queries]).astype(np.int64)})
+    qid = write_workload(backend, queries)
     r = backend.fetch("disassociation: query counts", render(
         "disassociation/query_errors.sql.j2", workload=WORKLOAD, pair=PAIR, recon=RECON, code=CODE),
         {"n": n_recon})
-    err = np.zeros((n_recon, len(queries)))
+    err = np.zeros((n_recon, int(qid.max()) + 1))
     err[r["recon_id"].astype(int), r["qid"].astype(int)] = r["rel_error"]
+    err = err[:, qid]
     per_recon = err.mean(axis=1)
     out: dict[str, Any] = {"queries": len(queries), "are_mean": float(per_recon.mean()),
                            "are_std": float(per_recon.std(ddof=1)) if n_recon > 1 else 0.0}

@@ -1,0 +1,148 @@
+"""Reruns of seed 001's experiments that the docs quote (docs/disassociation.md, "Measured").
+
+* ``compare``: Dis vs the CBA-style baseline (§6.3, Figs. 13-14) on INFORMS: for each policy,
+  publish the ``cba`` release, then the Dis release, and report both ARE numbers on the same
+  W1/W2 queries (codes CBA kept) plus CBA's suppressed codes;
+* ``growth``: the benchmark case (BMS-WebView-1, k=5, m=2) on seeded 2x/4x/8x blow-ups
+  (:func:`blow_up`), one fresh process per size, time and peak RSS.
+
+Run ``python -m anon_duck.methods.disassociation.experiments compare`` or ``... growth``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from ...job import load_job
+
+ROOT = Path(__file__).resolve().parents[3]
+JOBS = ROOT / "fixtures" / "jobs"
+POLICY_ARGS = {"level1": {}, "level2": {}, "sim": {"sim_size": 10}, "sup": {"sup_percent": 1.25}}
+
+
+def blow_up(source: Path, factor: int, seed: int, target: Path, noise: float = 0.1) -> int:
+    """A seeded ``factor``-times larger (tid, item) dataset: copy 0 is the original; in every
+    further copy each item of a transaction is, with probability ``noise``, replaced by an
+    item drawn from the items' frequency distribution (duplicates collapse). Record lengths and
+    item popularity stay those of the source, and copies are not identical (identical copies
+    would make HORPART's job trivial). Returns the number of transactions written."""
+    con = duckdb.connect()
+    src = con.execute("SELECT CAST(tid AS BIGINT) AS tid, CAST(item AS VARCHAR) AS item FROM read_parquet($p) "
+                      "ORDER BY tid, item", {"p": str(source)}).fetchnumpy()
+    items, item_idx = np.unique(src["item"], return_inverse=True)
+    tids, tid_idx = np.unique(src["tid"], return_inverse=True)
+    freq = np.bincount(item_idx, minlength=items.size) / item_idx.size
+    rng = np.random.default_rng(seed)
+    parts_t, parts_i = [tid_idx], [item_idx]
+    for copy in range(1, factor):
+        swap = rng.random(item_idx.size) < noise
+        new = item_idx.copy()
+        new[swap] = rng.choice(items.size, size=int(swap.sum()), p=freq)
+        parts_t.append(tid_idx + copy * tids.size)
+        parts_i.append(new)
+    t, i = np.concatenate(parts_t), np.concatenate(parts_i)
+    con.register("blown", {"tid": t.astype(np.int64), "item": items[i].astype(str)})
+    con.execute("COPY (SELECT DISTINCT tid, item FROM blown ORDER BY tid, item) TO $p (FORMAT parquet)",
+                {"p": str(target)})
+    return int(tids.size * factor)
+
+
+def compare(policies: list[str], k: int, m: int, reconstructions: int, queries: int) -> list[dict]:
+    """Seed 001 Figs. 13-14 on INFORMS: one row per policy."""
+    import anon_duck
+    rows = []
+    for policy in policies:
+        con = duckdb.connect()
+        extra = POLICY_ARGS[policy]
+        cba = load_job(JOBS / "disassociation_cba_informs.toml").with_params(policy=policy, k=k, m=m,
+                                                                               queries=queries, **extra)
+        run = anon_duck.run(con, cba)
+        dis = load_job(JOBS / "disassociation_informs.toml").with_params(
+            policy=policy, k=k, m=m, baseline_release=cba.release.name, reconstructions=reconstructions,
+            queries=queries, **extra)
+        anon_duck.run(con, dis)
+        t0 = time.perf_counter()
+        rep = anon_duck.report(con, dis)
+        seconds = time.perf_counter() - t0
+        row = {"policy": policy, "k": k, "m": m, "cba_suppressed": run.facts["codes_suppressed"],
+               "codes": run.facts["codes"], "cba_tokens": run.facts["generalized_tokens"],
+               "query_codes": rep["query_codes"], "dis_report_seconds": round(seconds, 1)}
+        for w in ("W1", "W2"):
+            a = rep["are"][w]
+            row[f"{w}_dis_expected"] = a["expected"]["are"]
+            row[f"{w}_dis_mc"] = a.get("are_mean")
+            row[f"{w}_cba"] = a["baseline"].get("are_mean")
+        rows.append(row)
+        con.close()
+    return rows
+
+
+def _run_once(job_path: str, data: str) -> dict:
+    """One benchmark run in this process (called through a fresh ``python -m``)."""
+    import anon_duck
+    job = load_job(job_path)
+    codes = job.dataset.codes
+    job = dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, codes=dataclasses.replace(
+        codes, source=dataclasses.replace(codes.source, path=Path(data)))))
+    con = duckdb.connect()
+    t0 = time.perf_counter()
+    result = anon_duck.run(con, job)
+    return {"seconds": round(time.perf_counter() - t0, 2), "verified": result.verified,
+            "records": result.facts["records"], "clusters": result.facts["clusters"],
+            "shared_chunks": result.facts["shared_chunks"],
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
+def growth(factors: list[int], seed: int, workdir: Path) -> list[dict]:
+    source = ROOT / "fixtures" / "bms_webview1" / "transactions.parquet"
+    rows = []
+    for f in factors:
+        data = workdir / f"bms_x{f}.parquet"
+        n = blow_up(source, f, seed, data) if f > 1 else None
+        out = subprocess.run([sys.executable, "-m", "anon_duck.methods.disassociation.experiments", "_once",
+                              str(JOBS / "disassociation_bms.toml"), str(data if f > 1 else source)],
+                             capture_output=True, text=True, check=True)
+        rows.append({"factor": f, **json.loads(out.stdout.strip().splitlines()[-1])})
+        assert n is None or rows[-1]["records"] == n
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m anon_duck.methods.disassociation.experiments")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compare")
+    c.add_argument("--policies", default="level1,level2,sim,sup")
+    c.add_argument("--k", type=int, default=5)
+    c.add_argument("--m", type=int, default=2)
+    c.add_argument("--reconstructions", type=int, default=10)
+    c.add_argument("--queries", type=int, default=1000)
+    g = sub.add_parser("growth")
+    g.add_argument("--factors", default="1,2,4,8")
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--workdir", default="/tmp")
+    o = sub.add_parser("_once")
+    o.add_argument("job")
+    o.add_argument("data")
+    a = ap.parse_args(argv)
+    if a.cmd == "compare":
+        rows = compare(a.policies.split(","), a.k, a.m, a.reconstructions, a.queries)
+    elif a.cmd == "growth":
+        rows = growth([int(x) for x in a.factors.split(",")], a.seed, Path(a.workdir))
+    else:
+        print(json.dumps(_run_once(a.job, a.data)))
+        return
+    for r in rows:
+        print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
