@@ -23,6 +23,7 @@ import duckdb
 import numpy as np
 
 from ...job import load_job
+from ...sqlrender import render
 
 ROOT = Path(__file__).resolve().parents[3]
 JOBS = ROOT / "fixtures" / "jobs"
@@ -36,8 +37,7 @@ def blow_up(source: Path, factor: int, seed: int, target: Path, noise: float = 0
     item popularity stay those of the source, and copies are not identical (identical copies
     would make HORPART's job trivial). Returns the number of transactions written."""
     con = duckdb.connect()
-    src = con.execute("SELECT CAST(tid AS BIGINT) AS tid, CAST(item AS VARCHAR) AS item FROM read_parquet($p) "
-                      "ORDER BY tid, item", {"p": str(source)}).fetchnumpy()
+    src = con.execute(render("disassociation/blow_up_source.sql.j2"), {"p": str(source)}).fetchnumpy()
     items, item_idx = np.unique(src["item"], return_inverse=True)
     tids, tid_idx = np.unique(src["tid"], return_inverse=True)
     freq = np.bincount(item_idx, minlength=items.size) / item_idx.size
@@ -51,8 +51,7 @@ def blow_up(source: Path, factor: int, seed: int, target: Path, noise: float = 0
         parts_i.append(new)
     t, i = np.concatenate(parts_t), np.concatenate(parts_i)
     con.register("blown", {"tid": t.astype(np.int64), "item": items[i].astype(str)})
-    con.execute("COPY (SELECT DISTINCT tid, item FROM blown ORDER BY tid, item) TO $p (FORMAT parquet)",
-                {"p": str(target)})
+    con.execute(render("disassociation/blow_up_write.sql.j2", source=("blown",)), {"p": str(target)})
     return int(tids.size * factor)
 
 
