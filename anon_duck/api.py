@@ -84,7 +84,10 @@ def verify(con: duckdb.DuckDBPyConnection, job: Job) -> list[CheckResult]:
     method = get_method(job.method)
     params = method.check_params(job)
     backend = backend_for(con, job)
-    return method.verify(backend, job, release_tables(backend, job), params)
+    try:
+        return method.verify(backend, job, release_tables(backend, job), params)
+    finally:
+        _drop_scratch(backend)   # a verifier may re-read the inputs into scratch tables
 
 
 def report(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:

@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--reps", type=int, default=3, help="repetitions per case")
     b.add_argument("--quick", action="store_true", help="scale 0.01, one repetition: checks every case completes")
     b.add_argument("--out", type=Path, default=Path("bench_out/results.json"), help="JSON output (markdown beside it)")
+    b.add_argument("--curve", type=str, default=None, metavar="S1,S2,...",
+                   help="scaling curve: run the cases at each scale (e.g. 1,2,4,8); PNG plots with the bench extra")
     b.set_defaults(func=_bench)
     return p
 
@@ -120,7 +122,17 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench.runner import run_cases, to_markdown, write
+    from .bench.runner import curves_markdown, run_cases, run_curves, to_markdown, write
+    if args.curve:
+        scales = [float(x) for x in args.curve.split(",")]
+        result = run_curves(args.cases, scales=scales, reps=args.reps, out_dir=args.out.parent,
+                            progress=lambda m: print(m, file=sys.stderr))
+        md = args.out.with_suffix(".curves.md")
+        md.parent.mkdir(parents=True, exist_ok=True)
+        md.write_text(curves_markdown(result) + "\n")
+        args.out.with_suffix(".curves.json").write_text(json.dumps(result, indent=2, default=str))
+        print(curves_markdown(result))
+        return 0
     scale, reps = (0.01, 1) if args.quick else (args.scale, args.reps)
     report = run_cases(args.cases, scale=scale, reps=reps, progress=lambda m: print(m, file=sys.stderr))
     md = write(report, args.out)

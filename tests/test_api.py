@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 import duckdb
 import pytest
 
@@ -265,3 +267,12 @@ def test_adult_fulldomain_verifies(con, job_file):
     result = anon_duck.run(con, job_file("adult_fulldomain.toml"))
     assert result.verified and result.facts["min_class"] >= 10
     assert result.facts["levels"] == {"age": 4, "sex": 0, "race": 0, "marital_status": 1, "education": 3}
+
+
+def test_fetch_keeps_nulls_as_nulls(con):
+    from anon_duck.backend import DuckDBBackend
+    from anon_duck.sqlrender import render
+    con.execute("CREATE TABLE n AS SELECT * FROM (VALUES (1, 'a'), (NULL, NULL)) t(i, s)")
+    out = DuckDBBackend(con).fetch("t", render("bench/select_all.sql.j2", relation=("n",)))
+    assert out["i"][0] == 1 and np.isnan(out["i"][1])
+    assert out["s"][0] == "a" and out["s"][1] is None

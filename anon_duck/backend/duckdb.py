@@ -57,7 +57,7 @@ class DuckDBBackend:
 
     def fetch(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
         cur = self._execute(stage, sql, params)
-        return {k: np.asarray(v) for k, v in cur.fetchnumpy().items()}
+        return {k: _unmask(v) for k, v in cur.fetchnumpy().items()}
 
     def rows(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
         return self._execute(stage, sql, params).fetchall()
@@ -82,6 +82,21 @@ class DuckDBBackend:
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _transaction(self.con)
+
+
+def _unmask(values: np.ndarray) -> np.ndarray:
+    """DuckDB returns a column with NULLs as a masked array, and ``np.asarray`` would turn each
+    NULL into 0. Give NaN (numbers) or None (anything else) instead, so a NULL can never pass
+    for a real value."""
+    if isinstance(values, np.ma.MaskedArray):
+        if not values.mask.any():
+            return np.asarray(values.data)
+        if values.dtype.kind in "iufb":
+            return values.astype(float).filled(np.nan)
+        out = np.asarray(values.data, dtype=object).copy()   # filled(None) would write the default '?'
+        out[values.mask] = None
+        return out
+    return np.asarray(values)
 
 
 @contextlib.contextmanager

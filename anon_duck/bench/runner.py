@@ -54,6 +54,56 @@ def to_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def run_curves(names: Sequence[str], *, scales: Sequence[float], reps: int, out_dir: Path,
+               progress=print) -> dict[str, Any]:
+    """Time vs rows for each case over ``scales`` (e.g. 1, 2, 4, 8): a markdown table, and a
+    PNG per case when matplotlib (the ``bench`` extra) is installed."""
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for scale in scales:
+        report = run_cases(names, scale=scale, reps=reps, progress=progress)
+        for name, r in report["cases"].items():
+            curves.setdefault(name, []).append({"scale": scale, "rows": r.get("rows"), "median_s": r["median_s"],
+                                                "peak_rss_mb": r["peak_rss_mb"]})
+    plots = _plot(curves, out_dir)
+    return {"machine": _machine(), "curves": curves, "plots": plots}
+
+
+def curves_markdown(result: dict[str, Any]) -> str:
+    lines = [f"Machine: {result['machine']}.", ""]
+    for name, points in result["curves"].items():
+        lines += [f"**{name}**", "", "| scale | rows | median s | s per 1M rows | peak RSS MB |", "|---|---|---|---|---|"]
+        for p in points:
+            per = p["median_s"] / p["rows"] * 1e6 if p.get("rows") else float("nan")
+            lines.append(f"| {p['scale']:g} | {p['rows']:,} | {p['median_s']:.2f} | {per:.2f} | {p['peak_rss_mb']:.0f} |")
+        if name in result["plots"]:
+            lines += ["", f"![{name}]({result['plots'][name]})"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _plot(curves: dict[str, list[dict[str, Any]]], out_dir: Path) -> dict[str, str]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, points in curves.items():
+        fig, ax = plt.subplots(figsize=(4, 3))
+        ax.plot([p["rows"] for p in points], [p["median_s"] for p in points], marker="o")
+        ax.set_xlabel("rows")
+        ax.set_ylabel("median seconds")
+        ax.set_title(name)
+        fig.tight_layout()
+        path = out_dir / f"{name}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths[name] = str(path)
+    return paths
+
+
 def write(report: dict[str, Any], out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str))

@@ -17,7 +17,6 @@ frequency set, which is an aggregate (one row per distinct QI combination).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -32,6 +31,7 @@ from ..scratch import scratch
 from ..sqlrender import render
 from ..verify import CheckResult, k_anonymity
 from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
+from .lattice import bottom_up, children
 from .reporting import generalized_report
 
 PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),)
@@ -120,15 +120,14 @@ def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress) -
     heights = [m.node_ids.shape[0] - 1 for m in maps]
     n_total = int(cnt.sum())
     lm_level = [(m.lm_terms * cnt).sum(axis=1) / n_total for m in maps]
-    nodes = sorted(itertools.product(*(range(h + 1) for h in heights)), key=lambda v: (sum(v), v))
+    nodes = bottom_up(heights)
     anonymous: set[tuple[int, ...]] = set()
     minimal: list[tuple[float, int, tuple[int, ...], int, int]] = []
     checked = 0
     for i, node in enumerate(nodes):
         if i % 256 == 0:
             progress("lattice", i, len(nodes))
-        children = [node[:j] + (node[j] - 1,) + node[j + 1:] for j in range(len(node)) if node[j] > 0]
-        if any(c in anonymous for c in children):
+        if any(c in anonymous for c in children(node)):
             anonymous.add(node)
             continue
         checked += 1
