@@ -22,6 +22,10 @@ FIXTURES = _PKG / "fixtures" if (_PKG / "fixtures").is_dir() else _PKG.parent / 
 # One representative job per method, on real data where the method's paper used it.
 DEMO_JOBS = [
     ("fulldomain", "adult_fulldomain.toml"),
+    ("lkc", "lkc_adult_full.toml"),
+    ("counterfeit", "counterfeit_adult.toml"),
+    ("disassociation", "disassociation_bms.toml"),
+    ("longitudinal", "longitudinal_mimic.toml"),
 ]
 
 

@@ -113,8 +113,10 @@ class Counterfeit:
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: CounterfeitParams) -> dict[str, Any]:
-        return counterfeit_report(backend, job, inputs, tables["release"], tables["catalog"], params.domain,
-                                  rce_mode=params.rce_mode, rce_counterfeit_term=params.rce_counterfeit_term)
+        out = counterfeit_report(backend, job, inputs, tables["release"], tables["catalog"], params.domain,
+                                 rce_mode=params.rce_mode, rce_counterfeit_term=params.rce_counterfeit_term)
+        out["summary"] = {"info_loss": ("LM", out["lm"]), "are": None, "counterfeits": out["n_counterfeits"]}
+        return out
 
 
 def _domains(job: Job, given: Any) -> dict[str, tuple[float, float]]:

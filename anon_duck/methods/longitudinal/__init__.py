@@ -77,7 +77,9 @@ class Longitudinal:
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: LongitudinalParams) -> dict[str, Any]:
-        return longitudinal_report(backend, job, inputs, tables, params)
+        out = longitudinal_report(backend, job, inputs, tables, params)
+        out["summary"] = {"info_loss": ("ILM", out["ilm_alg"]), "are": out["avg_re"]}
+        return out
 
 
 def _passthrough(job: Job) -> list[str]:

@@ -1,0 +1,221 @@
+"""The PAIS working state in SQL: the TIPS of §4.2 of seed 003 as one scratch table.
+
+``_ad_lkc_state(q<i>_raw, q<i>_cut, q<i>_nxt, cls, sens, cnt)`` holds cells of identical raw
+QID codes, class and sensitive code (spec §7.2, cells instead of records). Python keeps the
+taxonomies and the loop; every set-based step is one templated statement and only aggregates
+come back: building the cells, one scan per iteration that counts the records of ``T[Best]``
+per path partition and next value (``_ad_lkc_parts``), the validity of every candidate from
+those counts, and the refinement of ``T[Best]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ...backend.base import Backend
+from ...errors import InputError
+from ...hierarchy import NODES
+from ...inputs import Inputs
+from ...job import Job
+from ...scratch import scratch
+from ...sqlrender import render
+from .params import LKCParams, check_root
+from .taxonomy import Taxonomy
+
+STATE, PARTS, CODES, STEP = (scratch("lkc_state"), scratch("lkc_parts"), scratch("lkc_codes"),
+                             scratch("lkc_step"))
+
+
+def cut_col(i: int) -> str:
+    return f"q{i}_cut"
+
+
+def nxt_col(i: int) -> str:
+    return f"q{i}_nxt"
+
+
+def raw_col(i: int) -> str:
+    return f"q{i}_raw"
+
+
+@dataclass(frozen=True)
+class Validity:
+    """Aggregates of a candidate's post-specialization groups (§4.3.2)."""
+
+    min_n: int
+    max_conf: float
+    max_excess: float
+
+    def merge(self, other: "Validity") -> "Validity":
+        return Validity(min(self.min_n, other.min_n), max(self.max_conf, other.max_conf),
+                        max(self.max_excess, other.max_excess))
+
+    def valid(self, k: int) -> bool:
+        """``|T[qid]| >= K`` and ``P(s|qid) <= C`` for every group (Definition 3.1)."""
+        return self.min_n >= k and self.max_excess <= 0
+
+
+class State:
+    """The cells table plus the taxonomies, classes and sensitive values it was built from."""
+
+    def __init__(self, backend: Backend, taxonomies: list[Taxonomy], classes: list[str],
+                 sensitive: tuple[str, ...], n_rows: int) -> None:
+        self.backend = backend
+        self.taxonomies = taxonomies
+        self.classes = classes
+        self.sensitive = sensitive        # S, in code order 1..|S|
+        self.n_rows = n_rows
+        self.parts_attrs: list[int] = []  # attributes whose cut columns the last partition count has
+
+    # -- Algorithm 1 lines 1-2 -------------------------------------------------------------
+    @classmethod
+    def build(cls, backend: Backend, job: Job, inputs: Inputs, params: LKCParams) -> "State":
+        """Encode every QID, the class and S; collapse the records into cells at the root."""
+        ds = job.dataset
+        sens_counts = _values(backend, inputs, ds.sensitive) if ds.sensitive else {}
+        s_set = params.sensitive_values if params.sensitive_values is not None else tuple(sens_counts)
+        missing = [v for v in s_set if v not in sens_counts]
+        if missing:
+            raise InputError(f"method.sensitive_values: {missing[0]!r} does not occur in column "
+                             f"{ds.sensitive!r} (values: {', '.join(list(sens_counts)[:10])})")
+        check_root(params, inputs.n_rows, {v: sens_counts[v] for v in s_set})       # spec A9, before any work
+        taxonomies = [_tree(backend, i, q.column, q.hierarchy, q.kind == "numeric") if q.hierarchy is not None
+                      else _numeric(backend, inputs, params, i, q.column) for i, q in enumerate(ds.qis)]
+        classes = list(_values(backend, inputs, ds.class_)) if ds.class_ else []
+        sens_values = list(sens_counts)
+        class_of = {c: i for i, c in enumerate(classes)} if classes else {"": 0}
+        h = backend.fetch("lkc: value x class histograms (one scan)", render(
+            "lkc/value_class_counts.sql.j2", relation=inputs.person, qis=[q.column for q in ds.qis],
+            class_column=ds.class_))
+        attr, value, raw = [], [], []
+        nxt_lists: dict[str, list[int]] = {}
+        for t in taxonomies:
+            mine = h["attr"].astype(np.int64) == t.attr
+            index = {v: i for i, v in enumerate(t.values)}
+            codes = np.array([index.get(str(v), -1) for v in h["value"][mine]], dtype=np.int64)
+            if (codes < 0).any():
+                raise InputError(f"input.qi column {t.column!r}: value {h['value'][mine][codes < 0][0]!r} is not "
+                                 "covered by its taxonomy")
+            t.set_counts(codes, np.array([class_of[str(c)] for c in h["cls"][mine]]), h["n"][mine],
+                         len(class_of))
+            t.expand(t.root)                                   # a grown root gets its split now
+            every = np.arange(len(t.values), dtype=np.int64)
+            nxt_lists[f"nxt_{t.attr}"] = [int(v) for v in t.child_of(t.root, every)]
+            if not t.dynamic:                                  # grown QIDs are ranked in SQL
+                attr += [t.attr] * len(t.values)
+                value += t.values
+                raw += list(every)
+        n_sens = len(sens_values)
+        attr += [-1] * len(classes) + [-2] * n_sens
+        value += classes + sens_values
+        raw += list(range(len(classes))) + [s_set.index(v) + 1 if v in s_set else 0 for v in sens_values]
+        backend.write_table(CODES, {"attr": np.array(attr, dtype=np.int32), "value": np.array(value, dtype=object),
+                                    "raw": np.array(raw, dtype=np.int32)})
+        backend.run("lkc: working state (TIPS at the root)", render(
+            "lkc/state.sql.j2", target=STATE, relation=inputs.person, codes=CODES,
+            qis=[{"column": t.column, "ranked": t.dynamic} for t in taxonomies], class_column=ds.class_,
+            sensitive_column=ds.sensitive), nxt_lists)
+        state = cls(backend, taxonomies, classes, s_set, inputs.n_rows)
+        lost = inputs.n_rows - int(state.sensitive_counts().sum())
+        if lost:
+            raise InputError(f"{lost} record(s) have a class or sensitive value that could not be encoded")
+        return state
+
+    # -- queries -----------------------------------------------------------------------------
+    def sensitive_counts(self) -> np.ndarray:
+        """Records per sensitive code (index 0: values outside S)."""
+        r = self.backend.fetch("lkc: sensitive counts", render("lkc/sensitive_counts.sql.j2", state=STATE))
+        out = np.zeros(len(self.sensitive) + 1, dtype=np.int64)
+        out[r["sens"].astype(np.int64)] = r["n"].astype(np.int64)
+        return out
+
+    def count_partitions(self, attrs: Sequence[int], active: set[int],
+                         changed: tuple[int, Sequence[int]] | None = None) -> None:
+        """Line 6's one scan: the records of ``T[Best]`` (``changed = (B, child(Best))``; all
+        records when None) summed per (active cuts, b's cut, b's next value, sensitive code)
+        for every attribute ``b`` in ``attrs``, into the small ``_ad_lkc_parts`` table."""
+        sets = [{"attr": b, "cut": cut_col(b), "nxt": nxt_col(b), "group_by": [cut_col(j) for j in sorted(active | {b})]}
+                for b in attrs]
+        self.parts_attrs = sorted({j for s in sets for j in active | {s["attr"]}})
+        self.backend.run("lkc: partition counts (one scan)", render(
+            "lkc/partition_counts.sql.j2", target=PARTS, state=STATE, sets=sets,
+            changed=None if changed is None else cut_col(changed[0]),
+            changed_values=[] if changed is None else [int(x) for x in changed[1]]))
+
+    def validity(self, requests: Sequence[tuple[int, Sequence[Sequence[int]]]],
+                 params: LKCParams) -> dict[tuple[int, int], Validity]:
+        """§4.3.2 for the candidates of several attributes in one statement: for each request
+        ``(A, others)``, group ``T[x]`` after ``x → child(x)`` over every QID subset ``{A} ∪ Q``
+        (``others`` lists the ``Q``). At most ``params.max_grouping_sets`` sets per statement
+        (spec §7.3); a request split across statements is merged here. Reads the partition
+        counts of :meth:`count_partitions` (so only the records counted there)."""
+        frac = params.c_fraction
+        blocks = [{"attr": a, "cut": cut_col(a), "sets": [[cut_col(a), "nxt"] + [cut_col(j) for j in q]
+                                                         for q in others[i:i + params.max_grouping_sets]]}
+                  for a, others in requests for i in range(0, len(others), params.max_grouping_sets)]
+        out: dict[tuple[int, int], Validity] = {}
+        for chunk in _chunks(blocks, params.max_grouping_sets):
+            r = self.backend.fetch(f"lkc: validity ({sum(len(b['sets']) for b in chunk)} grouping sets)", render(
+                "lkc/candidate_validity.sql.j2", parts=PARTS, blocks=chunk, n_sens=len(self.sensitive)),
+                {"c_num": frac.numerator, "c_den": frac.denominator})
+            for a, x, n, conf, excess in zip(r["attr"], r["candidate"], r["min_n"], r["max_conf"], r["max_excess"]):
+                key, v = (int(a), int(x)), Validity(int(n), float(conf), float(excess))
+                out[key] = out[key].merge(v) if key in out else v
+        return out
+
+    def partition_sizes(self) -> dict[str, np.ndarray]:
+        """The last partition counts without the sensitive split (Case 2 score)."""
+        return self.backend.fetch("lkc: partition sizes", render(
+            "lkc/partition_sizes.sql.j2", parts=PARTS, cuts=[cut_col(i) for i in self.parts_attrs]))
+
+    # -- Algorithm 1 line 5 ------------------------------------------------------------------
+    def perform(self, attr: int, best: int) -> None:
+        """Refine ``T[Best]``: its records move to ``child(Best)`` (one UPDATE, §4.2)."""
+        t = self.taxonomies[attr]
+        raw, nxt = t.refinement(best)
+        self.backend.write_table(STEP, {"raw": raw, "nxt": nxt})
+        self.backend.run(f"lkc: perform {t.nodes[best].label} on {t.column}", render(
+            "lkc/perform.sql.j2", state=STATE, step=STEP, cut=cut_col(attr), nxt=nxt_col(attr),
+            raw=raw_col(attr)), {"best": int(best)})
+
+
+def _chunks(blocks: list[dict], max_sets: int) -> list[list[dict]]:
+    """Consecutive blocks whose grouping sets add up to at most ``max_sets`` (a block never
+    exceeds it on its own)."""
+    out: list[list[dict]] = []
+    size = max_sets
+    for b in blocks:
+        if size + len(b["sets"]) > max_sets:
+            out.append([])
+            size = 0
+        out[-1].append(b)
+        size += len(b["sets"])
+    return out
+
+
+def _tree(backend: Backend, i: int, column: str, hierarchy: str, numeric: bool) -> Taxonomy:
+    r = backend.fetch(f"lkc: taxonomy {hierarchy}", render("lkc/taxonomy_nodes.sql.j2", node_table=NODES),
+                      {"hierarchy": hierarchy})
+    parent = [None if p is None else str(p) for p in np.asarray(r["parent"], dtype=object)]
+    return Taxonomy.from_tree(i, column, [str(v) for v in r["node"]], parent, [str(v) for v in r["label"]],
+                              [float(v) for v in r["lo"]], interval_leaves=numeric)
+
+
+def _values(backend: Backend, inputs: Inputs, column: str) -> dict[str, int]:
+    """Distinct values of the class or sensitive column (sorted) with their record counts."""
+    r = backend.fetch(f"lkc: values of {column}", render("lkc/distinct_values.sql.j2", relation=inputs.person,
+                                                         column=column))
+    return {str(v): int(n) for v, n in zip(r["value"], r["n"])}
+
+
+def _numeric(backend: Backend, inputs: Inputs, params: LKCParams, i: int, column: str) -> Taxonomy:
+    r = backend.fetch(f"lkc: values of {column}", render("lkc/numeric_values.sql.j2", relation=inputs.person,
+                                                         column=column))
+    root = params.root_for(column)
+    numbers = r["number"].astype(float)
+    if root is not None and (numbers[0] < root[0] or numbers[-1] >= root[1]):
+        raise InputError(f"method.root_interval.{column} = [{root[0]:g}, {root[1]:g}): column {column!r} has "
+                         f"values {numbers[0]:g}..{numbers[-1]:g} outside it")
+    return Taxonomy.from_numbers(i, column, [str(v) for v in r["value"]], numbers, root)
