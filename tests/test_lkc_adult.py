@@ -27,7 +27,7 @@ from anon_duck.backend.duckdb import DuckDBBackend  # noqa: E402
 from anon_duck.errors import InfeasibleError  # noqa: E402
 from anon_duck.job import Source, load_job  # noqa: E402
 from anon_duck.methods.lkc import measures  # noqa: E402
-from anon_duck.sqlrender import render  # noqa: E402
+from anon_duck.methods.lkc.blowup import blow_up  # noqa: E402
 
 from conftest import JOBS  # noqa: E402
 
@@ -119,19 +119,6 @@ def sweep() -> None:
               f"{seconds:.1f} |", flush=True)
 
 
-def blow_up(con: duckdb.DuckDBPyConnection, job, alpha: int, seed: int = 2009, p: float = 0.2) -> str:
-    """§5.2: alpha x 45,222 records (each record plus alpha - 1 seeded variations)."""
-    backend = DuckDBBackend(con)
-    source, target = ("temp", "main", "adult_src"), ("temp", "main", "adult_big")
-    backend.run("bench: load", render("inputs/load_file.sql.j2", target=source, format="parquet"),
-                {"path": str(job.dataset.source.path)})
-    others = [job.dataset.class_, job.dataset.sensitive]
-    backend.run("bench: blow up", render("lkc/blow_up.sql.j2", target=target, relation=source, id="id",
-                                         qis=[q.column for q in job.dataset.qis], others=others),
-                {"alpha": alpha, "p": p, "seed": seed})
-    return "adult_big"
-
-
 def scale(*alphas: str) -> None:
     """Fig. 6: L=4, K=20, C=100% on 200K..1M records; end-to-end = anon_duck.run (inputs
     checked, PAIS, verifier, publication), the table already in DuckDB. Prints rows, wall
@@ -140,7 +127,7 @@ def scale(*alphas: str) -> None:
     base = load_job(FULL).with_params(L=4, K=20, C=1.0)
     for alpha in [int(a) for a in alphas] or (5, 9, 14, 18, 23):
         con = duckdb.connect()
-        table = blow_up(con, base, alpha)
+        table = blow_up(DuckDBBackend(con), base, alpha)
         rows = alpha * 45_222
         job = dataclasses.replace(base, dataset=dataclasses.replace(base.dataset, source=Source(table=table)))
         t, cpu = time.perf_counter(), time.process_time()

@@ -1,0 +1,19 @@
+"""Seed 003 §5.2's scalability data: Adult blown up to alpha × 45,222 records, each record
+plus alpha − 1 seeded variations (used by ``anon-duck bench lkc_adult`` and the docs)."""
+from __future__ import annotations
+
+from ...backend.duckdb import DuckDBBackend
+from ...job import Job
+from ...sqlrender import render
+
+
+def blow_up(backend: DuckDBBackend, job: Job, alpha: int, seed: int = 2009, p: float = 0.2) -> tuple[str, ...]:
+    """Write ``adult_big`` (a TEMP table) and return its name."""
+    source, target = ("temp", "main", "adult_src"), ("temp", "main", "adult_big")
+    backend.run("bench: load", render("inputs/load_file.sql.j2", target=source, format="parquet"),
+                {"path": str(job.dataset.source.path)})
+    others = [job.dataset.class_, job.dataset.sensitive]
+    backend.run("bench: blow up", render("lkc/blow_up.sql.j2", target=target, relation=source, id="id",
+                                         qis=[q.column for q in job.dataset.qis], others=others),
+                {"alpha": alpha, "p": p, "seed": seed})
+    return target
