@@ -191,9 +191,15 @@ def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckR
                 [("table", t) for t in published]
     with backend.transaction():
         exists = backend.scalar("publish: previous", render("release/exists.sql.j2"), {"name": meta[1]})
-        if exists:
-            for old in backend.rows("publish: previous tables", render("release/meta_tables.sql.j2", meta=meta)):
-                backend.run(f"publish: drop {old[0]}", render("release/drop_table.sql.j2", target=("main", old[0])))
+        previous = [r[0] for r in backend.rows("publish: previous tables", render(
+            "release/meta_tables.sql.j2", meta=meta))] if exists else []
+        for table in published:   # never overwrite a table that no earlier run of this release made
+            if table not in previous and backend.scalar("publish: clash", render("release/exists.sql.j2"),
+                                                        {"name": table}):
+                raise InputError(f"release.name = {name!r} would overwrite table {table!r}, which is not part "
+                                 "of an earlier release of that name; choose another release name")
+        for old in previous:
+            backend.run(f"publish: drop {old}", render("release/drop_table.sql.j2", target=("main", old)))
         for t in tables:
             backend.run(f"publish {name}_{t.suffix}",
                         render("release/publish_table.sql.j2", target=("main", f"{name}_{t.suffix}"),

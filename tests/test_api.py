@@ -276,3 +276,14 @@ def test_fetch_keeps_nulls_as_nulls(con):
     out = DuckDBBackend(con).fetch("t", render("bench/select_all.sql.j2", relation=("n",)))
     assert out["i"][0] == 1 and np.isnan(out["i"][1])
     assert out["s"][0] == "a" and out["s"][1] is None
+
+
+def test_release_never_overwrites_a_foreign_table(con, job_file):
+    """A source (or any table) named like a release table is refused, not replaced."""
+    _load_toy(con, "toy_k2_release")
+    job = _with_table(job_file("toy_fulldomain.toml"), "toy_k2_release")
+    before = table_fingerprint(con, "toy_k2_release")
+    with pytest.raises(InputError, match="would overwrite table 'toy_k2_release'"):
+        anon_duck.run(con, job)
+    assert table_fingerprint(con, "toy_k2_release") == before
+    assert user_tables(con) == {"toy_k2_release"}
