@@ -223,3 +223,37 @@ def lkc_adult(scale: float) -> dict[str, Any]:
         result = api.run(con, job)
         return {"seconds": time.perf_counter() - t0, "rows": alpha * 45_222, "verified": result.verified,
                 "specializations": result.facts.get("specializations")}
+
+
+@case("verify_lkc")
+def verify_lkc(scale: float) -> dict[str, Any]:
+    """LKC-privacy verifier (L = 2 over 8 QIs: 28 grouping sets, K = 5, C = 0.5) on 1M rows × scale."""
+    from ..verify import lkc_privacy
+    con, n = _loaded(scale)
+    t0 = time.perf_counter()
+    res = lkc_privacy(DuckDBBackend(con), relation="t", qis=QIS, sensitive="sens", L=2, K=5, C=0.5)
+    return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
+
+
+def _synthetic_codes(scale: float) -> tuple[Path, int]:
+    """1M (id, code) pairs at scale 1: ~250K records, Zipf-like codes over 2,000 values (cached)."""
+    n = int(1_000_000 * scale)
+    path = DATA / f"synthetic_codes_{n}.parquet"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with duckdb.connect() as con:
+            con.execute(render("bench/synthetic_codes.sql.j2", target=("t",)), {"n": n, "seed": 42})
+            con.execute(render("release/export_file.sql.j2", source=("t",), format="parquet"), {"path": str(path)})
+    return path, n
+
+
+@case("verify_km")
+def verify_km(scale: float) -> dict[str, Any]:
+    """k^m-anonymity verifier (k = 5, m = 2) on 1M (id, code) pairs × scale."""
+    from ..verify import km_anonymity
+    path, n = _synthetic_codes(scale)
+    with duckdb.connect() as con:
+        con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})
+        t0 = time.perf_counter()
+        res = km_anonymity(DuckDBBackend(con), relation="t", id_col="id", code_col="code", k=5, m=2)
+        return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
