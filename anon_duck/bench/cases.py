@@ -129,8 +129,32 @@ def fulldomain_adult(scale: float) -> dict[str, Any]:
     from ..job import load_job
     job = load_job(_jobs() / ("adult_fulldomain.toml" if scale >= 1 else "toy_fulldomain.toml"))
     out = _run_job(job)
-    return {"seconds": out["seconds"], "rows": 30_162 if scale >= 1 else 12, "verified": out["verified"],
-            "lm": round(out["facts"]["lm"], 4)}
+    rows = 30_162 if scale >= 1 else 12
+    return {"seconds": out["seconds"], "rows": rows, "verified": out["verified"], "lm": round(out["facts"]["lm"], 4),
+            "c_avg_norm": round(rows / out["facts"]["classes"] / job.params["k"], 2)}
+
+
+ADULT_QIS = ["age", "sex", "race", "marital_status", "education"]   # the QIs of adult_fulldomain.toml
+
+
+@case("anonypy_mondrian_adult", peer_of="fulldomain_adult")
+def anonypy_mondrian_adult(scale: float) -> dict[str, Any]:
+    """anonypy's Mondrian (multidimensional local recoding) partitioning Adult on the same 5 QIs,
+    k = 10: the peer of ``fulldomain_adult`` (time and normalized average class size)."""
+    from anonypy import mondrian
+    from ..demo import FIXTURES
+    with duckdb.connect() as con:
+        con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(FIXTURES / "adult/adult.parquet")})
+        df = con.execute(render("bench/select_all.sql.j2", relation=("t",))).df()
+    if scale < 1:
+        df = df.head(12)
+    for c in ADULT_QIS[1:]:
+        df[c] = df[c].astype("category")
+    t0 = time.perf_counter()
+    partitions = mondrian.Mondrian(df, ADULT_QIS, "salary_class").partition(k=10 if scale >= 1 else 2)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "rows": len(df), "classes": len(partitions),
+            "c_avg_norm": round(len(df) / len(partitions) / (10 if scale >= 1 else 2), 2)}
 
 
 @case("disassociation_bms")
