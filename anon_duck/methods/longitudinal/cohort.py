@@ -74,7 +74,7 @@ def generate(spec: CohortSpec, *, n_patients: int | None = None, seed: int = 0) 
     return {"patients": {"id": np.arange(1, n + 1), "payload": payload}, "events": events}
 
 
-def job_text(spec: CohortSpec, *, k: int, alignment: str = "ags", release: str = "cohort") -> str:
+def job_text(spec: CohortSpec, *, k: int, alignment: str = "ags", release: str = "anon_cohort") -> str:
     """A job over tables ``cohort_patients`` / ``cohort_events`` with the built-in ICD-9 tree
     cut at categories and dyadic age intervals (spec A3)."""
     return f"""
