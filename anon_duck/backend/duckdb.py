@@ -63,8 +63,10 @@ class DuckDBBackend:
         return self._execute(stage, sql, params).fetchall()
 
     def scalar(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> Any:
-        row = self._execute(stage, sql, params).fetchone()
-        return None if row is None else row[0]
+        # fetchall, not fetchone: DuckDB 2.0 keeps a half-read result open, and the next
+        # register() on this connection then fails
+        rows = self._execute(stage, sql, params).fetchall()
+        return rows[0][0] if rows else None
 
     def write_table(self, name: Sequence[str] | str, columns: Mapping[str, np.ndarray | list]) -> None:
         """Bulk-create a table from numpy columns: register a zero-copy view, CTAS, unregister.
