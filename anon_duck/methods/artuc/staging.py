@@ -1,0 +1,102 @@
+"""Load the problem from the database once, and write a clustering back as release tables.
+
+Pull: the clustered records (position, box, QI values) and their (position, code, block) rows.
+Write: ``records(record, class)``, ``classes(class, q<i>_lo, q<i>_hi, q<i>_node)``,
+``tokens(class, token, code)``, ``record_tokens(record, token)``; record and class numbers are
+seeded random permutations, so they say nothing about the person ids or the input order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...backend.base import Backend
+from ...inputs import Inputs
+from ...job import Job
+from ...scratch import scratch
+from ...sqlrender import render
+from ..gendiag import GenDiagResult
+from .algorithm import Cluster
+from .constraints import BLOCKS, RECORD_BOX, QIInfo
+from .generalize import Demographics, Tree, load_tree
+
+RECORDS = scratch("artuc_records")
+OUT_RECORDS, OUT_CLASSES, OUT_TOKENS, OUT_RECORD_TOKENS, OUT_RELEASE = (
+    scratch("artuc_out_records"), scratch("artuc_out_classes"), scratch("artuc_out_tokens"),
+    scratch("artuc_out_record_tokens"), scratch("artuc_release"))
+
+
+@dataclass
+class Problem:
+    """Everything the greedy phases need, pulled once."""
+
+    demo: Demographics
+    box: np.ndarray               # box per record position
+    codes: list[np.ndarray]       # code ids per record position
+    block: np.ndarray             # block per code id
+    labels: np.ndarray            # code label per code id (sorted: id order = label order)
+
+
+def load_problem(backend: Backend, job: Job, inputs: Inputs, qis: list[QIInfo]) -> Problem:
+    ctx = [q.ctx() for q in qis]
+    backend.run("artuc: records", render("artuc/records.sql.j2", target=RECORDS, relation=inputs.person,
+                                         id=job.dataset.id, record_box=RECORD_BOX, qis=ctx))
+    rec = backend.fetch("artuc: record values", render("artuc/record_values.sql.j2", source=RECORDS, qis=ctx))
+    trees: dict[int, Tree] = {q.i: load_tree(backend, q.hierarchy) for q in qis if not q.numeric and q.hierarchy}
+    values = []
+    for q in qis:
+        col = rec[f"q{q.i}"]
+        values.append(col.astype(float) if q.numeric else trees[q.i].index(col.astype(object)))
+    n = rec["pos"].size
+    assert inputs.codes is not None
+    cod = backend.fetch("artuc: record codes", render("artuc/record_codes.sql.j2", records=RECORDS,
+                                                      codes=inputs.codes, blocks=BLOCKS))
+    labels, code_ids = np.unique(cod["code"].astype(object), return_inverse=True)
+    block = np.zeros(labels.size, dtype=np.int64)
+    block[code_ids] = cod["block"]
+    bounds = np.searchsorted(cod["pos"], np.arange(n + 1))
+    codes = [code_ids[bounds[i]:bounds[i + 1]] for i in range(n)]
+    return Problem(Demographics(qis, values, trees), rec["box"].astype(np.int64), codes, block, labels)
+
+
+def stage(backend: Backend, problem: Problem, qis: list[QIInfo], clusters: list[Cluster],
+          results: list[GenDiagResult], seed: int) -> None:
+    """Write the clustering as the four structured tables and the readable release."""
+    rng = np.random.default_rng(seed)
+    class_no = rng.permutation(len(clusters))
+    n_rec = sum(c.size for c in clusters)
+    record_no = rng.permutation(n_rec)
+    rec_class, tok_class, tok_no, tok_code, rt_rec, rt_tok = [], [], [], [], [], []
+    next_rec = next_tok = 0
+    for ci, (c, res) in enumerate(zip(clusters, results)):
+        base = next_tok
+        for t, codes in enumerate(res.tokens):
+            tok_class.extend([class_no[ci]] * len(codes))
+            tok_no.extend([base + t] * len(codes))
+            tok_code.extend(problem.labels[list(codes)])
+        next_tok += len(res.tokens)
+        for toks in res.record_tokens:
+            r = record_no[next_rec]
+            rec_class.append((r, class_no[ci]))
+            rt_rec.extend([r] * len(toks))
+            rt_tok.extend(base + t for t in toks)
+            next_rec += 1
+    backend.write_table(OUT_RECORDS, {"record": np.array([r for r, _ in rec_class], dtype=np.int64),
+                                      "class": np.array([c for _, c in rec_class], dtype=np.int64)})
+    cls: dict[str, np.ndarray] = {"class": class_no.astype(np.int64)}
+    for q in qis:
+        if q.numeric:
+            cls[f"q{q.i}_lo"] = np.array([c.lo[q.i] for c in clusters], dtype=float)
+            cls[f"q{q.i}_hi"] = np.array([c.hi[q.i] for c in clusters], dtype=float)
+        else:
+            cls[f"q{q.i}_node"] = problem.demo.trees[q.i].nodes[[c.node[q.i] for c in clusters]].astype(object)
+    backend.write_table(OUT_CLASSES, cls)
+    backend.write_table(OUT_TOKENS, {"class": np.array(tok_class, dtype=np.int64),
+                                     "token": np.array(tok_no, dtype=np.int64),
+                                     "code": np.array(tok_code, dtype=object)})
+    backend.write_table(OUT_RECORD_TOKENS, {"record": np.array(rt_rec, dtype=np.int64),
+                                            "token": np.array(rt_tok, dtype=np.int64)})
+    backend.run("artuc: release", render("artuc/release.sql.j2", target=OUT_RELEASE, records=OUT_RECORDS,
+                                         classes=OUT_CLASSES, tokens=OUT_TOKENS, record_tokens=OUT_RECORD_TOKENS,
+                                         qis=[q.ctx() for q in qis]))
