@@ -21,6 +21,7 @@ FIXTURES = _PKG / "fixtures" if (_PKG / "fixtures").is_dir() else _PKG.parent / 
 
 # One representative job per method, on real data where the method's paper used it.
 DEMO_JOBS = [
+    ("artuc", "artuc_informs_uc1.toml"),
     ("fulldomain", "adult_fulldomain.toml"),
     ("lkc", "lkc_adult_full.toml"),
     ("counterfeit", "counterfeit_adult.toml"),

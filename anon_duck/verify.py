@@ -136,8 +136,9 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     _distinct_names(name, [id_col, code_col, *group_cols])
     _reserved(name, group_cols, ("size", "items", "support"))
     n_rows, _, distinct = _refuse_nulls(backend, name, relation, [id_col, code_col, *group_cols], distinct=[id_col])
+    m_eff = _itemset_bound(backend, name, relation, id_col, code_col, m)
     rows = backend.rows(f"verify {name}", render("verify/km_anonymity_violations.sql.j2", relation=relation,
-                                                 id_col=id_col, code_col=code_col, group_cols=group_cols, m=int(m)),
+                                                 id_col=id_col, code_col=code_col, group_cols=group_cols, m=m_eff),
                         {"k": int(k), "limit": _sql_limit(limit)})
     g = len(group_cols)
     violations = [{**_qi_dict(group_cols, r), "size": r[g], "items": list(r[g + 1]), "support": r[g + 2]}
@@ -183,7 +184,7 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     _refuse_nulls(backend, name, codes_relation, [id_col, code_col])
     rows = backend.rows(f"verify {name}", render("verify/kkm_anonymity_violations.sql.j2", relation=relation, qis=qis,
                                                  codes_relation=codes_relation, id_col=id_col, code_col=code_col,
-                                                 m=int(m)),
+                                                 m=_itemset_bound(backend, name, codes_relation, id_col, code_col, m)),
                         {"k": int(k), "limit": _sql_limit(limit)})
     n = len(qis)
     violations = [{"kind": r[0], **_qi_dict(qis, r[1:]), "class_size": r[n + 1], "size": r[n + 2],
@@ -354,6 +355,13 @@ def _fraction(name: str, C: Any) -> Fraction:
     if not 0 < c <= 1:
         raise InputError(f"{name}: C must be in (0, 1]; got {C!r}")
     return c
+
+
+def _itemset_bound(backend: Backend, name: str, relation: Relation, id_col: str, code_col: str, m: int) -> int:
+    """min(m, largest record): the same check, without unrolling impossible itemset sizes."""
+    longest = backend.scalar(f"verify {name}: record sizes", render(
+        "verify/max_record_size.sql.j2", relation=relation, id_col=id_col, code_col=code_col))
+    return max(1, min(int(m), int(longest or 0)))
 
 
 def _chunks(items: list, size: int) -> Iterable[list]:

@@ -546,3 +546,12 @@ def test_lkc_confidence_of_one_third_and_large_groups(backend):
     assert lkc_privacy(backend, **base, C=1 / 3).passed
     assert lkc_privacy(backend, **base, C="0.3333333333333333").n_violations == 1
     assert lkc_privacy(backend, **base, C=Fraction(333, 1000)).n_violations == 1
+
+
+def test_km_with_m_beyond_every_record_is_the_same_check(backend):
+    """A huge m (a fuzzed job once asked for 10^9) checks the sizes records can have, quickly."""
+    backend.con.execute("CREATE TABLE huge_m AS SELECT * FROM (VALUES (1, 'a'), (1, 'b'), (2, 'a'), (2, 'b'), (3, 'a')) t(id, code)")
+    small = km_anonymity(backend, relation="huge_m", id_col="id", code_col="code", k=2, m=2)
+    huge = km_anonymity(backend, relation="huge_m", id_col="id", code_col="code", k=2, m=10**9)
+    assert (small.passed, small.n_violations) == (huge.passed, huge.n_violations) == (True, 0)
+    assert not km_anonymity(backend, relation="huge_m", id_col="id", code_col="code", k=3, m=10**9).passed
