@@ -84,6 +84,7 @@ class ArtUCMethod:
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: ArtUCParams) -> dict[str, Any]:
         out = artuc_report(backend, job, inputs, tables)
+        out["summary"] = {"info_loss": ("NCP", out["ncp"]), "are": out["are"]["W1"], "ul": out["ul"]}
         if self.variant == "rmr":
             out["note"] = "artuc_rmr is an approximation of RmR [61] (spec rt_kkm §3.5), not the original algorithm"
         return out
