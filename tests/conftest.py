@@ -4,7 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
+
+from anon_duck.backend.duckdb import DuckDBBackend
 
 from anon_duck.job import Job, load_job
 
@@ -36,3 +39,17 @@ def table_fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> tuple:
 def user_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+
+
+@pytest.fixture
+def backend() -> DuckDBBackend:
+    return DuckDBBackend(duckdb.connect())
+
+
+def put(backend: DuckDBBackend, name, columns: dict[str, list]) -> None:
+    """Create a table from Python lists (strings become VARCHAR, None becomes NULL)."""
+    arrays = {}
+    for c, values in columns.items():
+        kinds = {type(v) for v in values if v is not None}
+        arrays[c] = np.array(values, dtype=object if (str in kinds or None in values) else None)
+    backend.write_table(name, arrays)

@@ -14,23 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anon_duck.backend.duckdb import DuckDBBackend
+
+from conftest import put
 from anon_duck.errors import InputError
 from anon_duck.metrics import are, discernibility, make_workload, ncp
 
 TOL = 1e-9
 
 
-@pytest.fixture
-def backend() -> DuckDBBackend:
-    return DuckDBBackend(duckdb.connect())
-
-
-def put(backend: DuckDBBackend, name, columns: dict[str, list]) -> None:
-    arrays = {}
-    for c, values in columns.items():
-        kinds = {type(v) for v in values if v is not None}
-        arrays[c] = np.array(values, dtype=object if (str in kinds or None in values) else None)
-    backend.write_table(name, arrays)
 
 
 def put_hierarchies(backend, edges, node_rel="hier_node", closure_rel="hier_closure") -> None:

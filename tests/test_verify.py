@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from pycanon import anonymity
 
 from anon_duck.backend.duckdb import DuckDBBackend
+
+from conftest import put
 from anon_duck.errors import InputError
 from anon_duck.verify import (CheckResult, k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_groups,
                               lkc_privacy, lkc_subsets)
@@ -25,18 +27,6 @@ HOSTILE = ['x"; DROP TABLE t; --', "select", "année", "a b"]
 PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.fixture
-def backend() -> DuckDBBackend:
-    return DuckDBBackend(duckdb.connect())
-
-
-def put(backend: DuckDBBackend, name, columns: dict[str, list]) -> None:
-    """Create a table from Python lists (strings become VARCHAR, None becomes NULL)."""
-    arrays = {}
-    for c, values in columns.items():
-        kinds = {type(v) for v in values if v is not None}
-        arrays[c] = np.array(values, dtype=object if (str in kinds or None in values) else None)
-    backend.write_table(name, arrays)
 
 
 def csv_columns(text: str) -> dict[str, list]:

@@ -29,17 +29,21 @@ def case(name: str, *, peer_of: str | None = None):
     return register
 
 
-def _synthetic(scale: float) -> tuple[Path, int]:
-    """1M × 8 QIs at scale 1 (cached Parquet)."""
-    n = int(1_000_000 * scale)
-    path = DATA / f"synthetic_qis_{n}.parquet"
+def _cached(name: str, n: int, template: str, **context: Any) -> tuple[Path, int]:
+    """Generate ``n`` rows with a seeded template once and keep them as Parquet."""
+    path = DATA / f"{name}_{n}.parquet"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         with duckdb.connect() as con:
-            con.execute(render("bench/synthetic_qis.sql.j2", target=("t",), cardinalities=VERIFY_QIS, n_sensitive=6),
-                        {"n": n, "seed": 42})
+            con.execute(render(template, target=("t",), **context), {"n": n, "seed": 42})
             con.execute(render("release/export_file.sql.j2", source=("t",), format="parquet"), {"path": str(path)})
     return path, n
+
+
+def _synthetic(scale: float) -> tuple[Path, int]:
+    """1M × 8 QIs at scale 1 (cached Parquet)."""
+    return _cached("synthetic_qis", int(1_000_000 * scale), "bench/synthetic_qis.sql.j2",
+                   cardinalities=VERIFY_QIS, n_sensitive=6)
 
 
 def _loaded(scale: float) -> tuple[duckdb.DuckDBPyConnection, int]:
@@ -261,14 +265,7 @@ def verify_lkc(scale: float) -> dict[str, Any]:
 
 def _synthetic_codes(scale: float) -> tuple[Path, int]:
     """1M (id, code) pairs at scale 1: ~250K records, Zipf-like codes over 2,000 values (cached)."""
-    n = int(1_000_000 * scale)
-    path = DATA / f"synthetic_codes_{n}.parquet"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with duckdb.connect() as con:
-            con.execute(render("bench/synthetic_codes.sql.j2", target=("t",)), {"n": n, "seed": 42})
-            con.execute(render("release/export_file.sql.j2", source=("t",), format="parquet"), {"path": str(path)})
-    return path, n
+    return _cached("synthetic_codes", int(1_000_000 * scale), "bench/synthetic_codes.sql.j2")
 
 
 @case("verify_km")
