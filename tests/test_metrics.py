@@ -7,13 +7,10 @@ import math
 from collections import Counter
 from fractions import Fraction as F
 
-import duckdb
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anon_duck.backend.duckdb import DuckDBBackend
 
 from conftest import put
 from anon_duck.errors import InputError

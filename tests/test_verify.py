@@ -9,7 +9,6 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 
 import duckdb
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
