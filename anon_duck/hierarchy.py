@@ -30,7 +30,6 @@ from .sqlrender import render
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 BUILTIN_FILES = {"icd9cm": "icd9cm.csv.gz", "icd10cm": "icd10cm.csv.gz"}
-BUILTIN_ROOTS = {"icd9cm": "ICD9CM", "icd10cm": "ICD10CM"}
 # Tree levels of the built-in files, root first. ``leaf_level`` cuts the tree below a level.
 ICD_LEVELS = ("root", "chapter", "section", "category", "subcategory", "subclassification")
 

@@ -76,8 +76,7 @@ NOT_EXERCISED_BY_TOYS: dict[str, str] = {
     "inputs/inspect_events.sql.j2": "events: method jobs",
     "inputs/null_examples.sql.j2": "only on bad input: tests/test_api.py",
     "metrics/domain.sql.j2": "numeric QIs without a hierarchy: method jobs",
-    "release/drop_view.sql.j2": "views: method releases",
-    "release/meta_value.sql.j2": "read by methods' verifiers",
+    "release/meta_value.sql.j2": "read by methods' reports",
     "util/fingerprint.sql.j2": "tests only (source-unchanged checks)",
 }
 
