@@ -52,10 +52,7 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
         ("input.drop", c) for c in ds.drop] + [("input.keep", c) for c in ds.keep]
     if ds.codes and ds.codes.is_list_column:
         role_columns.append(("input.codes.column", ds.codes.code))
-    for key, col in role_columns:
-        if col is not None and col not in columns:
-            raise InputError(f"{key} = {col!r}: no such column in {ds.source.describe()} "
-                             f"(columns: {', '.join(columns)})")
+    _require(columns, [(key, col) for key, col in role_columns if col is not None], ds.source.describe())
     n_rows = _check_person_rows(backend, job, person)
     for q in ds.qis:
         if q.kind == "numeric" and columns[q.column].split("(")[0] not in NUMERIC_TYPES \

@@ -2,7 +2,6 @@
 analytic expected count of digest §2.9, and the Dis-vs-CBA report on identical workloads."""
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pytest
 
@@ -20,13 +19,6 @@ from conftest import JOBS, user_tables
 
 CBA_TOY = JOBS / "disassociation_cba_toy.toml"
 DIS_TOY = JOBS / "disassociation_toy.toml"
-
-
-@pytest.fixture
-def con():
-    c = duckdb.connect()
-    yield c
-    c.close()
 
 
 def _tables(name: str, suffixes) -> dict[str, tuple[str, str]]:

@@ -23,6 +23,8 @@ from anon_duck.methods.longitudinal.costs import CostModel, build_dgh
 from anon_duck.methods.longitudinal.load import NODE_TABLE, load
 from tests.conftest import FIXTURES
 
+from longitudinal_trees import random_tree
+
 TOY = "longitudinal_toy.toml"
 T = {  # Fig. 1(a)
     1: [("401.1", "33"), ("401.1", "34"), ("401.1", "35")],
@@ -171,14 +173,7 @@ def test_f9_baseline_alignment(toy):
 def _random_model(rng, convention):
     """A random tree for each attribute (parents before children) and random weights."""
     def tree(n):
-        parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)])
-        is_leaf = ~np.isin(np.arange(n), parent)
-        n_leaves = np.zeros(n, dtype=np.int64)
-        for leaf in np.flatnonzero(is_leaf):
-            v = leaf
-            while v >= 0:
-                n_leaves[v] += 1
-                v = parent[v]
+        parent, n_leaves, is_leaf = random_tree(rng, n)
         return build_dgh(np.arange(n), parent, n_leaves, is_leaf, convention)
     w = Fraction(int(rng.integers(0, 11)), 10)
     return CostModel.create(tree(int(rng.integers(2, 12))), tree(int(rng.integers(2, 12))), w, 1 - w)

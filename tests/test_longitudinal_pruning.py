@@ -25,6 +25,8 @@ from anon_duck.methods.longitudinal.costs import CostModel, build_dgh
 from anon_duck.methods.longitudinal.load import load
 from anon_duck.methods.longitudinal.mdav import Cluster, Pool, Trajectories, mdav
 
+from longitudinal_trees import random_tree
+
 
 class FullScanPool(Pool):
     """Reference D: every argmin/argmax aligns every value still in D exactly."""
@@ -95,14 +97,7 @@ def test_pruned_scans_equal_scalar_algorithm_2():
 def _random_model(rng: np.random.Generator) -> CostModel:
     """Small random trees (parents before children) and random weights: many exact ties."""
     def tree(n: int):
-        parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)])
-        is_leaf = ~np.isin(np.arange(n), parent)
-        n_leaves = np.zeros(n, dtype=np.int64)
-        for leaf in np.flatnonzero(is_leaf):
-            v = leaf
-            while v >= 0:
-                n_leaves[v] += 1
-                v = parent[v]
+        parent, n_leaves, is_leaf = random_tree(rng, n)
         return build_dgh(np.arange(n), parent, n_leaves, is_leaf, "c0" if rng.random() < 0.5 else "literal")
     w = Fraction(int(rng.integers(0, 11)), 10)
     return CostModel.create(tree(int(rng.integers(3, 9))), tree(int(rng.integers(3, 9))), w, 1 - w)
