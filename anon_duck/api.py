@@ -31,7 +31,7 @@ from .methods import get_method
 from .methods.base import Progress
 from .scratch import PREFIX
 from .sqlrender import render
-from .verify import CheckResult
+from .verifiers import CheckResult
 
 
 @dataclass

@@ -16,7 +16,7 @@ from anon_duck.errors import InputError, JobError, VerificationError
 from anon_duck.job import Source
 from anon_duck.methods import get_method
 from anon_duck.sqlrender import ident
-from anon_duck.verify import CheckResult
+from anon_duck.verifiers import CheckResult
 
 from conftest import FIXTURES, table_fingerprint, user_tables
 

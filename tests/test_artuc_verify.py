@@ -1,4 +1,4 @@
-"""The independent ArtUC verifier (anon_duck/verify_artuc.py) both ways: Figure 3 passes,
+"""The independent ArtUC verifier (anon_duck/verifiers/artuc.py) both ways: Figure 3 passes,
 Figures 1b-1d of seed 000 fail exactly as spec rt_kkm §4.6 lists, and a published release
 broken by hand is caught."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import anon_duck
 from anon_duck.api import backend_for
 from anon_duck.methods import get_method
-from anon_duck.verify_artuc import verify_release
+from anon_duck.verifiers.artuc import verify_release
 
 from conftest import FIXTURES
 

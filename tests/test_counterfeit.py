@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anon_duck
-from anon_duck import verify_counterfeit
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InfeasibleError, InputError, JobError
 from anon_duck.inputs import prepare
@@ -26,6 +25,7 @@ from anon_duck.methods.counterfeit.grouping import Catalog, grouping, lemma1_att
 from anon_duck.methods.counterfeit.measures import catalog_weight, discernibility, loss_metric, rce
 from anon_duck.methods.counterfeit.method import METHOD, lattice_inputs
 from anon_duck.methods.counterfeit.search import Options, algorithm1, baseline, evaluate, lattice
+from anon_duck.verifiers import counterfeit as verify_counterfeit
 
 from conftest import FIXTURES, table_fingerprint, user_tables
 

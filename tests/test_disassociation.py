@@ -22,7 +22,7 @@ from anon_duck.methods.disassociation.params import check_params
 from anon_duck.methods.disassociation.policy import Policy, build_policy
 from anon_duck.methods.disassociation.report import RECON, are, mre
 from anon_duck.methods.disassociation.verpart import km_ok, verpart
-from anon_duck.verify_disassociation import audit
+from anon_duck.verifiers.disassociation import audit
 
 from conftest import FIXTURES, JOBS, table_fingerprint, user_tables
 

@@ -13,7 +13,7 @@ from anon_duck.methods.disassociation.cba import code_blocks
 from anon_duck.methods.disassociation.encoding import CODE, encode
 from anon_duck.methods.disassociation.report import RECON, reconstruct
 from anon_duck.methods.disassociation.workload import WORKLOAD, write_workload
-from anon_duck.verify_disassociation import audit_cba
+from anon_duck.verifiers.disassociation import audit_cba
 
 from conftest import JOBS, user_tables
 

@@ -23,7 +23,7 @@ from anon_duck.methods.lkc import METHOD
 from anon_duck.methods.lkc.infogain import best_threshold, entropy, info_gain
 from anon_duck.methods.lkc.pais import PAISResult, pais
 from anon_duck.methods.lkc.state import State
-from anon_duck.verify import lkc_privacy
+from anon_duck.verifiers import lkc_privacy
 
 from conftest import FIXTURES
 

@@ -22,7 +22,7 @@ import anon_duck
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InfeasibleError
 from anon_duck.job import Source
-from anon_duck.verify import lkc_privacy
+from anon_duck.verifiers import lkc_privacy
 
 from test_lkc import TOY
 

@@ -1,4 +1,4 @@
-"""Independent verifiers (anon_duck/verify.py): each one both ways (a clean release gives 0
+"""Independent verifiers (anon_duck/verifiers/models.py): each one both ways (a clean release gives 0
 violations, a release broken by hand gives exactly the offending groups), paper fixtures
 (seed 000 Figures 3/1b, seed 003 Tables 1/2), brute-force property tests, a pycanon
 cross-check, and hostile identifiers."""
@@ -19,7 +19,7 @@ from anon_duck.backend.duckdb import DuckDBBackend
 
 from conftest import put
 from anon_duck.errors import InputError
-from anon_duck.verify import (CheckResult, k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_groups,
+from anon_duck.verifiers import (CheckResult, k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_groups,
                               lkc_privacy, lkc_subsets)
 
 HOSTILE = ['x"; DROP TABLE t; --', "select", "année", "a b"]

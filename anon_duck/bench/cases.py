@@ -10,7 +10,7 @@ import duckdb
 
 from ..backend import DuckDBBackend
 from ..sqlrender import render
-from ..verify import k_anonymity, l_diversity
+from ..verifiers import k_anonymity, l_diversity
 
 DATA = Path("bench_out") / "data"
 CASES: dict[str, Callable[[float], dict[str, Any]]] = {}
@@ -256,7 +256,7 @@ def lkc_adult(scale: float) -> dict[str, Any]:
 @case("verify_lkc")
 def verify_lkc(scale: float) -> dict[str, Any]:
     """LKC-privacy verifier (L = 2 over 8 QIs: 28 grouping sets, K = 5, C = 0.5) on 1M rows × scale."""
-    from ..verify import lkc_privacy
+    from ..verifiers import lkc_privacy
     con, n = _loaded(scale)
     t0 = time.perf_counter()
     res = lkc_privacy(DuckDBBackend(con), relation="t", qis=QIS, sensitive="sens", L=2, K=5, C=0.5)
@@ -271,7 +271,7 @@ def _synthetic_codes(scale: float) -> tuple[Path, int]:
 @case("verify_km")
 def verify_km(scale: float) -> dict[str, Any]:
     """k^m-anonymity verifier (k = 5, m = 2) on 1M (id, code) pairs × scale."""
-    from ..verify import km_anonymity
+    from ..verifiers import km_anonymity
     path, n = _synthetic_codes(scale)
     with duckdb.connect() as con:
         con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})

@@ -14,7 +14,7 @@ from ..backend.base import Backend
 from ..errors import JobError
 from ..inputs import Inputs
 from ..job import Job
-from ..verify import CheckResult
+from ..verifiers import CheckResult
 
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: called by long loops; the CLI draws a bar on a TTY."""

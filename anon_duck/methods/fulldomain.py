@@ -29,7 +29,7 @@ from ..inputs import Inputs
 from ..job import Job
 from ..scratch import scratch
 from ..sqlrender import render
-from ..verify import CheckResult, k_anonymity
+from ..verifiers import CheckResult, k_anonymity
 from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
 from .lattice import bottom_up, children
 from .reporting import generalized_report

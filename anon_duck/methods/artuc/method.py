@@ -18,8 +18,8 @@ from ...backend.base import Backend
 from ...errors import InfeasibleError, InputError, JobError
 from ...inputs import Inputs
 from ...job import Job
-from ...verify import CheckResult
-from ... import verify_artuc
+from ...verifiers import CheckResult
+from ...verifiers import artuc as verify_artuc
 from ..base import Progress, ReleaseTable, Staged, check_k
 from . import constraints as uc
 from .algorithm import ArtUC, Outcome

@@ -3,7 +3,7 @@
 
 The plug-in: parameters (§7.5 of the digest), the anonymization (Algorithm 1 over the
 full-domain lattice, then materialization), the independent verifier
-(:mod:`anon_duck.verify_counterfeit`) and the report. Paper-to-code map and resolutions of
+(:mod:`anon_duck.verifiers.counterfeit`) and the report. Paper-to-code map and resolutions of
 the paper's ambiguities: docs/counterfeit.md.
 
 References
@@ -18,13 +18,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ... import verify_counterfeit
 from ...backend.base import Backend
 from ...errors import JobError
 from ...inputs import Inputs
 from ...job import Job
 from ...sqlrender import render
-from ...verify import CheckResult
+from ...verifiers import CheckResult
+from ...verifiers import counterfeit as verify_counterfeit
 from ..base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
 from .classes import FrequencySet
 from .levels import QILevels, qi_levels

@@ -5,7 +5,7 @@ VERPART splits every cluster's codes into k^m-anonymous record chunks and an ite
 (:mod:`.verpart`, driven by :mod:`.chunks`), refining builds shared chunks over joint
 clusters (:func:`.chunks.refine`). The release (:mod:`.release`) publishes every original
 code unchanged, in chunks whose subrecords cannot be linked. The independent audit is
-:mod:`anon_duck.verify_disassociation`; reconstructions and utility measures are
+:mod:`anon_duck.verifiers.disassociation`; reconstructions and utility measures are
 :mod:`.report`.
 
 References
@@ -24,8 +24,8 @@ import numpy as np
 from ...backend.base import Backend
 from ...inputs import Inputs
 from ...job import Job
-from ...verify import CheckResult
-from ...verify_disassociation import audit
+from ...verifiers import CheckResult
+from ...verifiers.disassociation import audit
 from ..base import Progress, Staged, check_k
 from .chunks import cluster_masks, refine, vertical_partitioning
 from .encoding import Records, encode

@@ -16,9 +16,9 @@ Appendix A; :mod:`anon_duck.methods.gendiag`), which this method applies:
 4. publish the generalized records as (record, token) rows with a keyed random record id,
    and the meaning of every token (its codes: "any non-empty subset of them", seed 001 §1.1).
 
-The release is audited by the foundation's generic ``verify.km_anonymity`` (tokens are the
+The release is audited by the foundation's generic ``verifiers.km_anonymity`` (tokens are the
 items; per cluster) plus cluster sizes and token consistency
-(:func:`anon_duck.verify_disassociation.audit_cba`). The report counts suppressed codes and
+(:func:`anon_duck.verifiers.disassociation.audit_cba`). The report counts suppressed codes and
 measures ARE of the digest's W1/W2 workloads restricted to the codes CBA kept (seed 001
 §6.3: "the diagnosis codes retrieved by all queries are among those that are not suppressed
 by CBA"), with the expected-count estimator on generalized data (spec rt_kkm §2.5, A25).
@@ -36,8 +36,8 @@ from ...inputs import Inputs
 from ...job import Job
 from ...scratch import scratch
 from ...sqlrender import render
-from ...verify import CheckResult
-from ...verify_disassociation import audit_cba
+from ...verifiers import CheckResult
+from ...verifiers.disassociation import audit_cba
 from ..base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
 from ..gendiag import gendiag
 from .encoding import CODE, PAIR, Records, encode

@@ -20,8 +20,8 @@ from typing import Any, Mapping
 from ...backend.base import Backend
 from ...inputs import Inputs
 from ...job import Job
-from ...verify import CheckResult, lkc_privacy
-from ...verify_lkc import interval_cut, release_columns
+from ...verifiers import CheckResult, lkc_privacy
+from ...verifiers.lkc import interval_cut, release_columns
 from ..base import Progress, Staged
 from . import measures, release
 from .pais import pais

@@ -20,8 +20,8 @@ from ...backend.base import Backend
 from ...errors import JobError
 from ...inputs import Inputs
 from ...job import Job
-from ...verify import CheckResult
-from ...verify_longitudinal import verify_release
+from ...verifiers import CheckResult
+from ...verifiers.longitudinal import verify_release
 from ..base import Progress, ReleaseTable, Staged, check_k
 from .load import load
 from .mdav import Pool, mdav

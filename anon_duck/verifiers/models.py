@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
-from .backend.base import Backend
-from .errors import InputError
-from .sqlrender import render
+from ..backend.base import Backend
+from ..errors import InputError
+from ..sqlrender import render
 
 Relation = str | Sequence[str]
 

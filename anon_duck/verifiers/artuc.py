@@ -19,12 +19,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .backend.base import Backend
-from .hierarchy import CLOSURE, NODES
-from .hierarchy import build as build_hierarchies
-from .job import Job
-from .sqlrender import render
-from .verify import CheckResult
+from ..backend.base import Backend
+from ..hierarchy import CLOSURE, NODES
+from ..hierarchy import build as build_hierarchies
+from ..job import Job
+from ..sqlrender import render
+from .models import CheckResult
 
 LIMIT = 20
 

@@ -1,6 +1,6 @@
 """Method-specific audits of an LKC-privacy release (seed 003), on the released table only.
 
-The privacy model itself is checked by the foundation's :func:`anon_duck.verify.lkc_privacy`.
+The privacy model itself is checked by the foundation's :func:`anon_duck.verifiers.lkc_privacy`.
 These audits add what only this method's output format promises; nothing here imports the
 anonymizer or reads its state, cuts or taxonomies.
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .backend.base import Backend
-from .sqlrender import render
-from .verify import CheckResult
+from ..backend.base import Backend
+from ..sqlrender import render
+from .models import CheckResult
 
 
 def interval_cut(backend: Backend, *, relation: tuple[str, ...], column: str, limit: int = 20) -> CheckResult:

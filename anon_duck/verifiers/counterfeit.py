@@ -5,7 +5,7 @@ it never imports the anonymizer (:mod:`anon_duck.methods.counterfeit`) and never
 private scratch tables, so a bug there shows up here as evidence:
 
 * ``k_anonymity``: every class of AT has at least k published rows, counterfeits included
-  (the generic verifier of :mod:`anon_duck.verify`);
+  (the generic verifier of :mod:`anon_duck.verifiers.models`);
 * ``counterfeit_class_ids``: ClassID ↔ generalized QI tuple is one-to-one;
 * ``counterfeit_catalog``: Definition 3's shape (disjoint groups of existing classes,
   ascending lists, positive counts);
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .backend.base import Backend
-from .hierarchy import NODES
-from .inputs import prepare
-from .job import Job
-from .sqlrender import render
-from .verify import CheckResult, k_anonymity
+from ..backend.base import Backend
+from ..hierarchy import NODES
+from ..inputs import prepare
+from ..job import Job
+from ..sqlrender import render
+from .models import CheckResult, k_anonymity
 
 LIMIT = 20
 

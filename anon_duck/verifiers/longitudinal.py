@@ -2,7 +2,7 @@
 
 Definition 1 is enforced on the whole released trajectory (spec A11): the equivalence classes
 are the groups of patients with identical released pair sequences, empty included, and each
-must hold at least k patients. The check runs the generic :func:`anon_duck.verify.k_anonymity`
+must hold at least k patients. The check runs the generic :func:`anon_duck.verifiers.k_anonymity`
 on the readable ``trajectory`` column of ``patients`` after a structural check proves that
 column is exactly the patient's pairs in ``events``. Nothing here imports the anonymizer or
 reads a number it computed.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .backend.base import Backend
-from .sqlrender import render
-from .verify import CheckResult, k_anonymity
+from ..backend.base import Backend
+from ..sqlrender import render
+from .models import CheckResult, k_anonymity
 
 Relation = tuple[str, ...]
 EXPECTED_PATIENTS = ("release_id", "trajectory", "n_pairs")

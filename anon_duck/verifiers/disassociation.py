@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .backend.base import Backend
-from .sqlrender import render
-from .verify import CheckResult, km_anonymity
+from ..backend.base import Backend
+from ..sqlrender import render
+from .models import CheckResult, km_anonymity
 
 #: the published columns of each release table
 COLUMNS: dict[str, tuple[str, ...]] = {
