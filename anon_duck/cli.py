@@ -62,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, default=Path("bench_out/results.json"), help="JSON output (markdown beside it)")
     b.add_argument("--curve", type=str, default=None, metavar="S1,S2,...",
                    help="scaling curve: run the cases at each scale (e.g. 1,2,4,8); PNG plots with the bench extra")
+    b.add_argument("--suite", action="store_true",
+                   help="the whole suite behind BENCHMARKS.md (anon_duck/bench/suite.py), written beside --out")
     b.set_defaults(func=_bench)
     return p
 
@@ -122,23 +124,28 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench.runner import curves_markdown, run_cases, run_curves, to_markdown, write
+    from .bench.runner import curves_markdown, run_cases, run_curves, to_markdown, write, write_curves
+    if args.suite:
+        from .bench.suite import run_suite
+        print(f"(written: {run_suite(args.out.parent, progress=_stderr)})")
+        return 0
     if args.curve:
         scales = [float(x) for x in args.curve.split(",")]
-        result = run_curves(args.cases, scales=scales, reps=args.reps, out_dir=args.out.parent,
-                            progress=lambda m: print(m, file=sys.stderr))
-        md = args.out.with_suffix(".curves.md")
-        md.parent.mkdir(parents=True, exist_ok=True)
-        md.write_text(curves_markdown(result) + "\n")
-        args.out.with_suffix(".curves.json").write_text(json.dumps(result, indent=2, default=str))
+        result = run_curves(args.cases, scales=scales, reps=args.reps, out_dir=args.out.parent, progress=_stderr)
+        md = write_curves(result, args.out)
         print(curves_markdown(result))
+        print(f"\n(written: {md})")
         return 0
     scale, reps = (0.01, 1) if args.quick else (args.scale, args.reps)
-    report = run_cases(args.cases, scale=scale, reps=reps, progress=lambda m: print(m, file=sys.stderr))
+    report = run_cases(args.cases, scale=scale, reps=reps, progress=_stderr)
     md = write(report, args.out)
     print(to_markdown(report))
     print(f"\n(written: {args.out}, {md})")
     return 0
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _print_violations(violations: list[dict], limit: int = 20) -> None:

@@ -42,8 +42,10 @@ def user_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 @pytest.fixture
-def backend() -> DuckDBBackend:
-    return DuckDBBackend(duckdb.connect())
+def backend():
+    b = DuckDBBackend(duckdb.connect())
+    yield b
+    b.con.close()
 
 
 def put(backend: DuckDBBackend, name, columns: dict[str, list]) -> None:

@@ -16,3 +16,21 @@ def test_quick_bench_runs_every_case(tmp_path, capsys, monkeypatch):
     assert all(r["rows"] > 0 and r["median_s"] >= 0 for r in report["cases"].values())
     assert "pycanon_k / verify_k" in report["ratios"]
     assert (tmp_path / "r.md").read_text().startswith("Machine:")
+
+
+def test_suite_plan_names_only_registered_cases():
+    from anon_duck.bench.suite import PLAN
+    assert {c for step in PLAN for c in step.cases} <= set(CASES)
+    assert len({step.name for step in PLAN}) == len(PLAN)
+
+
+def test_suite_writes_every_step(tmp_path, monkeypatch):
+    from anon_duck.bench import suite
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(suite, "PLAN", (suite.Step("one", "One scale", ("verify_k",), scale=0.01),
+                                        suite.Step("curve", "A curve", ("verify_k",), curve=(0.005, 0.01))))
+    assert main(["bench", "--suite", "--out", str(tmp_path / "out" / "x.json")]) == 0
+    text = (tmp_path / "out" / "suite.md").read_text()
+    assert "## One scale" in text and "## A curve" in text and "**verify_k**" in text
+    assert json.loads((tmp_path / "out" / "one.json").read_text())["cases"]["verify_k"]["rows"] > 0
+    assert len(json.loads((tmp_path / "out" / "curve.curves.json").read_text())["curves"]["verify_k"]) == 2

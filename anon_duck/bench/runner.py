@@ -104,6 +104,15 @@ def _plot(curves: dict[str, list[dict[str, Any]]], out_dir: Path) -> dict[str, s
     return paths
 
 
+def write_curves(result: dict[str, Any], out: Path) -> Path:
+    """``out`` with suffix ``.curves.json`` and ``.curves.md``; returns the markdown path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".curves.json").write_text(json.dumps(result, indent=2, default=str))
+    md = out.with_suffix(".curves.md")
+    md.write_text(curves_markdown(result) + "\n")
+    return md
+
+
 def write(report: dict[str, Any], out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str))
