@@ -34,6 +34,8 @@ PLAN: tuple[Step, ...] = (
     Step("lkc_curve", "LKC scaling curve", ("lkc_adult",), curve=(0.2, 0.4, 0.6, 0.8, 1.0)),
     Step("dis_curve", "Disassociation scaling curve", ("disassociation_bms",), curve=(1, 2, 4, 8)),
     Step("long_curve", "Longitudinal scaling curve", ("longitudinal_d50",), curve=(0.125, 0.25, 0.5, 1.0)),
+    Step("cf_curve", "Counterfeit lattice search scaling curve (Adult ×1…×40)", ("counterfeit_adult",),
+         curve=(1, 2, 4, 8, 40)),
 )
 
 
