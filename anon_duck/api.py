@@ -14,11 +14,14 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import duckdb
 
@@ -56,16 +59,33 @@ def backend_for(con: duckdb.DuckDBPyConnection, job: Job) -> DuckDBBackend:
     return DuckDBBackend(con, memory_limit=job.settings.memory_limit, threads=job.settings.threads)
 
 
+@contextlib.contextmanager
+def _session(con: duckdb.DuckDBPyConnection, job: Job) -> Iterator[DuckDBBackend]:
+    """One API call's backend: the job's settings hold inside it; on the way out (error or
+    not) the scratch tables are dropped and the caller's settings restored."""
+    backend = backend_for(con, job)
+    try:
+        yield backend
+    finally:
+        _drop_scratch(backend)
+        try:
+            backend.restore_settings()
+        except AnonDuckError:
+            pass  # the connection is unusable (e.g. interrupted); nothing to give back
+
+
 def run(con: duckdb.DuckDBPyConnection, job: Job, *, progress: Progress | None = None) -> RunResult:
     """Anonymize, verify, publish. Raises and leaves the database as it was on any error."""
     t0 = time.perf_counter()
     method = get_method(job.method)
     params = method.check_params(job)
-    backend = backend_for(con, job)
-    try:
+    with _session(con, job) as backend:
         inputs = prepare(backend, job)
         staged = method.anonymize(backend, job, inputs, params, progress or _quiet)
         checks = method.verify(backend, job, {t.suffix: t.staged for t in staged.tables}, params)
+        if not checks:
+            raise AnonDuckError(f"method {job.method!r} returned no verifier checks — a bug in the method; "
+                                "nothing was published")
         failed = [c for c in checks if not c.passed]
         if failed:
             raise VerificationError(
@@ -74,8 +94,6 @@ def run(con: duckdb.DuckDBPyConnection, job: Job, *, progress: Progress | None =
                 + " — this is a bug in the anonymizer; nothing was published",
                 [v for c in failed for v in c.violations])
         tables = _publish(backend, job, staged.tables, checks, staged.facts)
-    finally:
-        _drop_scratch(backend)
     return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace)
 
 
@@ -83,24 +101,18 @@ def verify(con: duckdb.DuckDBPyConnection, job: Job) -> list[CheckResult]:
     """Re-check a published release with the method's independent verifier."""
     method = get_method(job.method)
     params = method.check_params(job)
-    backend = backend_for(con, job)
-    try:
+    with _session(con, job) as backend:   # a verifier may re-read the inputs into scratch tables
         return method.verify(backend, job, release_tables(backend, job), params)
-    finally:
-        _drop_scratch(backend)   # a verifier may re-read the inputs into scratch tables
 
 
 def report(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
     """Utility and risk measures of a published release."""
     method = get_method(job.method)
     params = method.check_params(job)
-    backend = backend_for(con, job)
-    tables = release_tables(backend, job)
-    try:
+    with _session(con, job) as backend:
+        tables = release_tables(backend, job)
         inputs = prepare(backend, job)
         out = method.report(backend, job, inputs, tables, params)
-    finally:
-        _drop_scratch(backend)
     return {"release": job.release.name, "method": job.method, **out}
 
 
@@ -108,45 +120,52 @@ def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Pat
     """Write only the release tables: a folder of Parquet or CSV files (``PATH`` ending in
     ``/``, ``.parquet`` or ``.csv`` picks the format; default Parquet) or a new DuckDB file
     (``.duckdb``/``.db``). Never source tables, ids or dropped columns: only tables the
-    release's metadata lists, which the publisher built from the staged release."""
-    backend = backend_for(con, job)
-    tables = release_tables(backend, job)
-    names = [f"{job.release.name}_{s}" for s in tables] + [f"{job.release.name}_meta"]
+    release's metadata lists, which the publisher built from the staged release.
+
+    All or nothing, and never over an earlier export: everything is written into a hidden
+    sibling that is renamed into place at the end, and removed if anything fails."""
     to = Path(to)
-    written: list[Path] = []
-    if to.suffix in (".duckdb", ".db"):
-        if to.exists():
-            raise InputError(f"export: {to} exists; anon_duck does not overwrite a database file")
-        alias = "anon_duck_export"
-        backend.run("export: attach", render("release/attach.sql.j2", alias=alias), {"path": str(to)})
-        try:
-            for name in names:
-                backend.run(f"export {name}", render("release/export_duckdb.sql.j2", alias=alias, source=(name,),
-                                                     name=name))
-        finally:
-            backend.run("export: detach", render("release/detach.sql.j2", alias=alias))
-        return [to]
+    is_db = to.suffix in (".duckdb", ".db")
     fmt = "csv" if to.suffix == ".csv" else "parquet"
-    folder = to.with_suffix("") if to.suffix in (".csv", ".parquet") else to
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        path = folder / f"{name}.{fmt}"
-        backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt),
-                    {"path": str(path)})
-        written.append(path)
-    return written
+    target = to if is_db or to.suffix not in (".csv", ".parquet") else to.with_suffix("")
+    if target.exists() and (target.is_file() or any(target.iterdir())):
+        raise InputError(f"export: {target} exists; anon_duck does not overwrite an earlier export")
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    with _session(con, job) as backend:
+        names = [f"{job.release.name}_{s}" for s in release_tables(backend, job)] + [f"{job.release.name}_meta"]
+        try:
+            if is_db:
+                _export_database(backend, names, partial)
+            else:
+                partial.mkdir(parents=True)
+                for name in names:
+                    backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt),
+                                {"path": str(partial / f"{name}.{fmt}")})
+            os.replace(partial, target)
+        except BaseException:
+            if partial.is_dir():
+                shutil.rmtree(partial)
+            partial.unlink(missing_ok=True)
+            raise
+    return [target] if is_db else [target / f"{name}.{fmt}" for name in names]
+
+
+def _export_database(backend: DuckDBBackend, names: list[str], path: Path) -> None:
+    alias = "anon_duck_export"
+    backend.run("export: attach", render("release/attach.sql.j2", alias=alias), {"path": str(path)})
+    try:
+        for name in names:
+            backend.run(f"export {name}", render("release/export_duckdb.sql.j2", alias=alias, source=(name,), name=name))
+    finally:
+        backend.run("export: detach", render("release/detach.sql.j2", alias=alias))
 
 
 def inspect(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
     """Profile the input: rows, distinct values per QI, the current k (smallest class on the
     raw QIs), codes/events counts. Hierarchy coverage problems are reported as errors by
     :func:`prepare`, with the column, the count and the first values."""
-    backend = backend_for(con, job)
-    try:
-        inputs = prepare(backend, job, strict=False)
-        return _profile(backend, job, inputs)
-    finally:
-        _drop_scratch(backend)
+    with _session(con, job) as backend:
+        return _profile(backend, job, prepare(backend, job, strict=False))
 
 
 def _profile(backend: DuckDBBackend, job: Job, inputs: Inputs) -> dict[str, Any]:
@@ -169,14 +188,41 @@ def _profile(backend: DuckDBBackend, job: Job, inputs: Inputs) -> dict[str, Any]
 
 
 def release_tables(backend: DuckDBBackend, job: Job) -> dict[str, tuple[str, ...]]:
-    """suffix → qualified name of each published table, from ``<release>_meta``."""
+    """suffix → qualified name of each published table, from ``<release>_meta``; refuses a
+    release another method made (its verifier would read tables it does not know)."""
     meta = f"{job.release.name}_meta"
-    if not backend.scalar("release: exists", render("release/exists.sql.j2"), {"name": meta}):
+    names = _previous_release(backend, job.release.name)
+    if names is None:
         raise InputError(f"release {job.release.name!r} is not in this database (no table {meta!r}); "
                          "run the job first")
-    names = [r[0] for r in backend.rows("release: tables", render("release/meta_tables.sql.j2", meta=(meta,)))]
+    made_by = backend.scalar("release: method", render("release/meta_value.sql.j2", meta=("main", meta)),
+                             {"key": "method"})
+    if made_by != job.method:
+        raise InputError(f"release {job.release.name!r} was made by method {made_by!r}, not by this job's "
+                         f"method.name = {job.method!r}")
     prefix = job.release.name + "_"
     return {n[len(prefix):]: ("main", n) for n in names}
+
+
+def _previous_release(backend: DuckDBBackend, name: str) -> list[str] | None:
+    """The tables of an earlier run of release ``name``, or None if there was none.
+
+    A ``<name>_meta`` table is trusted only if it has anon_duck's shape (key, value VARCHAR
+    with an ``anon_duck_version`` row) and lists only ``<name>_*`` tables: publishing drops
+    the tables it lists, so a user's table of that name must never steer what is dropped."""
+    meta = f"{name}_meta"
+    if not backend.scalar("release: exists", render("release/exists.sql.j2"), {"name": meta}):
+        return None
+    columns = backend.rows("release: meta columns", render("release/table_columns.sql.j2"), {"name": meta})
+    ours = [tuple(c) for c in columns] == [("key", "VARCHAR"), ("value", "VARCHAR")] and backend.scalar(
+        "release: meta version", render("release/meta_value.sql.j2", meta=("main", meta)),
+        {"key": "anon_duck_version"}) is not None
+    tables = [r[0] for r in backend.rows("release: tables", render("release/meta_tables.sql.j2", meta=("main", meta)))] \
+        if ours else []
+    if not ours or any(not t.startswith(f"{name}_") or t == meta for t in tables):
+        raise InputError(f"table {meta!r} exists but was not written by anon_duck for release {name!r}; "
+                         "choose another release.name")
+    return tables
 
 
 def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckResult],
@@ -190,9 +236,7 @@ def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckR
                  ("facts", json.dumps(dict(facts), sort_keys=True, default=str))] + \
                 [("table", t) for t in published]
     with backend.transaction():
-        exists = backend.scalar("publish: previous", render("release/exists.sql.j2"), {"name": meta[1]})
-        previous = [r[0] for r in backend.rows("publish: previous tables", render(
-            "release/meta_tables.sql.j2", meta=meta))] if exists else []
+        previous = _previous_release(backend, name) or []
         for table in published:   # never overwrite a table that no earlier run of this release made
             if table not in previous and backend.scalar("publish: clash", render("release/exists.sql.j2"),
                                                         {"name": table}):

@@ -164,10 +164,9 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
             _load_builtin(backend, spec)
             continue
         if spec.type == "arx":
-            edges = arx_edges(spec.path, spec.delimiter) if spec.path else _edges_from_table(backend, spec)
+            edges = arx_edges(spec.path, spec.delimiter or ";")
         elif spec.type == "edges":
-            edges = edge_list_edges(spec.path, "," if spec.delimiter == ";" else spec.delimiter) \
-                if spec.path else _edges_from_table(backend, spec)
+            edges = edge_list_edges(spec.path, spec.delimiter or ",") if spec.path else _edges_from_table(backend, spec)
         else:  # interval
             if spec.name not in values_for:
                 raise JobError(f"hierarchy.{spec.name}: an interval hierarchy must be used by a numeric column")

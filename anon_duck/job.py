@@ -83,7 +83,7 @@ class HierarchySpec:
     hi: float | None = None
     # builtin ICD trees: which levels to keep (e.g. 3-digit → section → chapter)
     leaf_level: str | None = None
-    delimiter: str = ";"
+    delimiter: str | None = None     # None: ';' for arx files, ',' for edge lists
 
 
 @dataclass(frozen=True)
@@ -190,25 +190,33 @@ def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
     weighted = [q.weight is not None for q in qis]
     if any(weighted) and not all(weighted):
         raise JobError(f"input.qi[{weighted.index(False)}].weight: give a weight to every quasi-identifier or to none")
-    seen: set[str] = set()
-    for i, q in enumerate(qis):
-        if q.column in seen:
-            raise JobError(f"input.qi[{i}].column = {q.column!r} is listed twice")
-        seen.add(q.column)
     drop = tuple(_str(c, "input.drop") for c in _list(t.get("drop", []), "input.drop"))
     keep = tuple(_str(c, "input.keep") for c in _list(t.get("keep", []), "input.keep"))
     sensitive = _opt_str(t.get("sensitive"), "input.sensitive")
     class_ = _opt_str(t.get("class"), "input.class")
     id_ = _opt_str(t.get("id"), "input.id") if source is not None else _opt_str(t.get("id", "id"), "input.id")
-    for role, col in (("input.sensitive", sensitive), ("input.class", class_), ("input.id", id_)):
-        if col is not None and col in seen:
-            raise JobError(f"{role} = {col!r} is also a quasi-identifier; a column has one role")
-    for col in drop:
-        if col in seen or col in (sensitive, class_):
-            raise JobError(f"input.drop lists {col!r}, which also has another role")
     codes = _codes(_table(t["codes"], "input.codes"), base) if "codes" in t else None
+    if codes is not None and codes.is_list_column and source is None:
+        raise JobError("input.codes.column names a LIST column of the person table: add input.table or input.path")
+    _one_role_per_column(
+        [("input.id", id_)] + [(f"input.qi[{i}].column", q.column) for i, q in enumerate(qis)]
+        + [("input.sensitive", sensitive), ("input.class", class_)]
+        + [(f"input.drop[{i}]", c) for i, c in enumerate(drop)] + [(f"input.keep[{i}]", c) for i, c in enumerate(keep)]
+        + [("input.codes.column", codes.code if codes is not None and codes.is_list_column else None)])
     events = _events(_table(t["events"], "input.events"), base) if "events" in t else None
     return Dataset(source, id_, drop, qis, codes, events, sensitive, class_, keep)
+
+
+def _one_role_per_column(roles: list[tuple[str, str | None]]) -> None:
+    """A column has one role. Two roles would publish it twice over, or publish what another
+    role hides (an id or a dropped column kept, a sensitive value used as a QI)."""
+    first: dict[str, str] = {}
+    for key, column in roles:
+        if column is None:
+            continue
+        if column in first:
+            raise JobError(f"{key} = {column!r} is also {first[column]}; a column has exactly one role")
+        first[column] = key
 
 
 def _qi(t: Any, key: str) -> QI:
@@ -263,8 +271,11 @@ def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
         path = Path(base, _str(spec["path"], f"{key}.path")) if "path" in spec else None
         table = _opt_str(spec.get("table"), f"{key}.table")
         builtin = _opt_str(spec.get("name"), f"{key}.name")
-        if typ in ("arx", "edges") and (path is None) == (table is None):
-            raise JobError(f"{key}: type {typ!r} needs exactly one of path or table")
+        if typ == "arx" and path is None:
+            raise JobError(f"{key}: type 'arx' reads an ARX file (path); for a hierarchy kept in a table "
+                           "use type 'edges' with table (columns node, parent[, label])")
+        if typ == "edges" and (path is None) == (table is None):
+            raise JobError(f"{key}: type 'edges' needs exactly one of path or table")
         if typ == "builtin" and builtin not in BUILTIN_HIERARCHIES:
             raise JobError(f"{key}.name = {builtin!r}: built-in hierarchies are {', '.join(BUILTIN_HIERARCHIES)}")
         width = spec.get("width")
@@ -286,7 +297,7 @@ def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
             raise JobError(f"{key}.leaf_level only applies to built-in ICD hierarchies")
         out[name] = HierarchySpec(
             name, typ, path, table, builtin, float(width) if width is not None else None, levels, dyadic,
-            spec.get("lo"), spec.get("hi"), leaf_level, _str(spec.get("delimiter", ";"), f"{key}.delimiter"))
+            spec.get("lo"), spec.get("hi"), leaf_level, _opt_str(spec.get("delimiter"), f"{key}.delimiter"))
     return out
 
 

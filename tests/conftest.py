@@ -37,8 +37,10 @@ def table_fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> tuple:
 
 
 def user_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Every table this connection sees: the database's and its own TEMP tables (where a run
+    keeps its scratch), so "nothing left behind" checks can see leftover scratch."""
     return {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+        "SELECT table_name FROM duckdb_tables() WHERE database_name IN (current_database(), 'temp')").fetchall()}
 
 
 @pytest.fixture

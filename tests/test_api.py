@@ -149,8 +149,30 @@ def test_export_writes_only_release_tables(con, job_file, tmp_path):
     db = anon_duck.export(con, job, tmp_path / "rel.duckdb")[0]
     with duckdb.connect(str(db)) as out:
         assert {r[0] for r in out.execute("SHOW TABLES").fetchall()} == {"toy_k2_release", "toy_k2_meta"}
-    csv = anon_duck.export(con, job, tmp_path / "out.csv")
-    assert all(p.suffix == ".csv" for p in csv)
+    csv = anon_duck.export(con, job, tmp_path / "csv_out.csv")
+    assert all(p.suffix == ".csv" and p.parent.name == "csv_out" and p.exists() for p in csv)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["csv_out", "out", "rel.duckdb"]   # no partial left
+
+
+def test_export_never_overwrites_and_leaves_nothing_on_failure(con, job_file, tmp_path, monkeypatch):
+    job = _with_table(job_file("toy_fulldomain.toml"), "patients")
+    _load_toy(con)
+    anon_duck.run(con, job)
+    anon_duck.export(con, job, tmp_path / "out")
+    for again in ("out", "out.parquet", "out.csv"):
+        with pytest.raises(InputError, match="does not overwrite an earlier export"):
+            anon_duck.export(con, job, tmp_path / again)
+    real_run = api.DuckDBBackend.run
+
+    def failing(self, stage, sql, params=None):
+        if stage == "export toy_k2_meta":
+            raise anon_duck.AnonDuckError("disk full")
+        return real_run(self, stage, sql, params)
+    monkeypatch.setattr(api.DuckDBBackend, "run", failing)
+    for to in ("new", "new.duckdb"):
+        with pytest.raises(anon_duck.AnonDuckError, match="disk full"):
+            anon_duck.export(con, job, tmp_path / to)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_inspect_profiles_the_input(con, job_file):
@@ -287,3 +309,50 @@ def test_release_never_overwrites_a_foreign_table(con, job_file):
         anon_duck.run(con, job)
     assert table_fingerprint(con, "toy_k2_release") == before
     assert user_tables(con) == {"toy_k2_release"}
+
+
+@pytest.mark.parametrize("create", [
+    "CREATE TABLE \"TOY_K2_RELEASE\" AS SELECT 42 AS v",          # DuckDB's catalog ignores case
+    "CREATE VIEW toy_k2_release AS SELECT 42 AS v",
+])
+def test_release_never_overwrites_a_table_or_view_of_another_case(con, job_file, create):
+    _load_toy(con)
+    con.execute(create)
+    with pytest.raises(InputError, match="would overwrite table 'toy_k2_release'"):
+        anon_duck.run(con, _with_table(job_file("toy_fulldomain.toml"), "patients"))
+    assert con.execute("SELECT v FROM toy_k2_release").fetchall() == [(42,)]
+
+
+@pytest.mark.parametrize("meta", [
+    "CREATE TABLE toy_k2_meta AS SELECT * FROM (VALUES ('table', 'precious')) t(key, value)",
+    "CREATE TABLE toy_k2_meta AS SELECT * FROM (VALUES ('table', 'precious'), ('anon_duck_version', '0.1.0')) t(key, value)",
+    "CREATE TABLE toy_k2_meta AS SELECT 1 AS key",
+])
+def test_a_foreign_meta_table_never_steers_what_is_dropped(con, job_file, meta):
+    """Publishing drops the tables an earlier release's ``_meta`` lists; a table of that name
+    that anon_duck did not write (wrong shape, no version, or listing a table outside the
+    release's prefix) is refused, and nothing is dropped."""
+    _load_toy(con)
+    con.execute("CREATE TABLE precious AS SELECT 7 AS v")
+    con.execute(meta)
+    with pytest.raises(InputError, match="'toy_k2_meta' exists but was not written by anon_duck"):
+        anon_duck.run(con, _with_table(job_file("toy_fulldomain.toml"), "patients"))
+    assert con.execute("SELECT v FROM precious").fetchall() == [(7,)]
+    assert user_tables(con) == {"patients", "precious", "toy_k2_meta"}
+
+
+def test_verify_refuses_a_release_of_another_method(con, job_file):
+    job = _with_table(job_file("toy_fulldomain.toml"), "patients")
+    _load_toy(con)
+    anon_duck.run(con, job)
+    with pytest.raises(InputError, match="made by method 'fulldomain', not by this job's method.name = 'counterfeit'"):
+        anon_duck.verify(con, dataclasses.replace(job, method="counterfeit", params={"k": 2, "h": 0.5}))
+
+
+def test_a_method_without_checks_publishes_nothing(con, job_file, monkeypatch):
+    job = _with_table(job_file("toy_fulldomain.toml"), "patients")
+    _load_toy(con)
+    monkeypatch.setattr(type(get_method("fulldomain")), "verify", lambda *a, **k: [])
+    with pytest.raises(anon_duck.AnonDuckError, match="returned no verifier checks"):
+        anon_duck.run(con, job)
+    assert user_tables(con) == {"patients"}

@@ -90,3 +90,22 @@ def test_edge_list_cycle_is_refused(con, tmp_path):
     p.write_text("node,parent\nroot,\na,b\nb,a\n")
     with pytest.raises(JobError, match="hierarchy.h"):
         build(DuckDBBackend(con), [HierarchySpec("h", "edges", path=p)])
+
+
+@pytest.mark.parametrize("label", [True, False])
+def test_edges_from_a_table(con, label):
+    """A hierarchy kept as a user table (node, parent[, label]) builds the same tree as a file."""
+    cols = "node, parent, label" if label else "node, parent"
+    vals = "('a', 'r', 'A'), ('b', 'r', 'B'), ('r', NULL, 'R')" if label else "('a', 'r'), ('b', 'r'), ('r', NULL)"
+    con.execute(f"CREATE TABLE tree AS SELECT * FROM (VALUES {vals}) t({cols})")
+    build(DuckDBBackend(con), [HierarchySpec("h", "edges", table="tree")])
+    rows = con.execute(f"SELECT node, parent, label, n_leaves FROM {qualified(NODES)} ORDER BY node").fetchall()
+    labels = ("A", "B", "R") if label else ("a", "b", "r")
+    assert rows == [("a", "r", labels[0], 1), ("b", "r", labels[1], 1), ("r", None, labels[2], 2)]
+
+
+def test_edge_list_delimiter_is_honoured(con, tmp_path):
+    p = tmp_path / "e.csv"
+    p.write_text("node;parent\nr;\na;r\n")
+    build(DuckDBBackend(con), [HierarchySpec("h", "edges", path=p, delimiter=";")])
+    assert con.execute(f"SELECT count(*) FROM {qualified(NODES)}").fetchone()[0] == 2

@@ -47,7 +47,16 @@ def test_parses_roles_and_defaults():
     (lambda s: s.replace('width = 5', 'width = -1'), "hierarchy.age.width"),
     (lambda s: s.replace('name = "r1"', 'name = "r1; DROP TABLE x"'), "release.name"),
     (lambda s: s.replace('[method]\nname = "fulldomain"', '[method]'), "missing key 'name'"),
-    (lambda s: s.replace('sensitive = "disease"', 'sensitive = "age"'), "also a quasi-identifier"),
+    (lambda s: s.replace('sensitive = "disease"', 'sensitive = "age"'), "input.sensitive = 'age' is also input.qi[0]"),
+    (lambda s: s.replace('sensitive = "disease"', 'sensitive = "pid"'), "input.sensitive = 'pid' is also input.id"),
+    (lambda s: s.replace('id = "pid"', 'id = "pid"\nkeep = ["pid"]'), "input.keep[0] = 'pid' is also input.id"),
+    (lambda s: s.replace('id = "pid"', 'id = "pid"\ndrop = ["name"]\nkeep = ["name"]'),
+     "input.keep[0] = 'name' is also input.drop[0]"),
+    (lambda s: s.replace('id = "pid"', 'id = "pid"\nkeep = ["age"]'), "input.keep[0] = 'age' is also input.qi[0]"),
+    (lambda s: s.replace('id = "pid"', 'id = "age"'), "input.qi[0].column = 'age' is also input.id"),
+    (lambda s: s.replace('id = "pid"', 'id = "pid"\nclass = "disease"'), "input.class = 'disease' is also input.sensitive"),
+    (lambda s: s.replace('[[input.qi]]', '[input.codes]\ncolumn = "pid"\n[[input.qi]]'),
+     "input.codes.column = 'pid' is also input.id"),
     (lambda s: s.replace('[release]', '[settings]\nmemory_limit = "lots"\n[release]'), "settings.memory_limit"),
     (lambda s: s.replace('[release]', '[settings]\nthreads = 0\n[release]'), "settings.threads"),
     (lambda s: s + "\nseed = -3\n", "release.seed"),
@@ -56,6 +65,8 @@ def test_parses_roles_and_defaults():
     (lambda s: s.replace("[[input.qi]]", "[[input.qi]]\nweight = 0.5") + '[[input.qi]]\ncolumn = "sex"\n',
      "input.qi[1].weight: give a weight to every quasi-identifier or to none"),
     (lambda s: s.replace('table = "patients"', 'path = "data.xlsx"'), "must be a .csv"),
+    (lambda s: s.replace('type = "interval"\nwidth = 5', 'type = "arx"\ntable = "h"'), "type 'arx' reads an ARX file"),
+    (lambda s: s.replace('type = "interval"\nwidth = 5', 'type = "edges"'), "type 'edges' needs exactly one of"),
 ])
 def test_bad_job_files_name_the_key(edit, message):
     with pytest.raises(JobError, match=re_escape(message)):
@@ -65,6 +76,12 @@ def test_bad_job_files_name_the_key(edit, message):
 def test_malformed_toml():
     with pytest.raises(JobError, match="malformed TOML"):
         parse_job("[input\ntable = 1")
+
+
+def test_list_column_of_codes_needs_a_person_table():
+    with pytest.raises(JobError, match=re_escape("input.codes.column names a LIST column of the person table")):
+        parse_job(BASE.replace('table = "patients"\nid = "pid"\nsensitive = "disease"\n', '[input.codes]\ncolumn = "dx"\n')
+                  .replace('[[input.qi]]\ncolumn = "age"\nkind = "numeric"\nhierarchy = "age"\n', ''))
 
 
 def test_codes_only_job_has_no_person_table():

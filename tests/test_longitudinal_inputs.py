@@ -121,7 +121,9 @@ def test_needs_events_hierarchies_and_no_qis(con):
         api.run(con, dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, events=ev)))
     with pytest.raises(JobError, match="needs longitudinal events"):
         api.run(con, dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, events=None)))
-    job_qi = _job(con, extra_input='[[input.qi]]\ncolumn = "dna"\n')
+    src = str(FIXTURES / "004" / "toy_patients.csv")
+    job_qi = _job(con, patients_sql=f"SELECT *, 'f' AS sex FROM read_csv('{src}', header=true)",
+                  extra_input='[[input.qi]]\ncolumn = "sex"\n')
     with pytest.raises(JobError, match="input.qi"):
         api.run(con, job_qi)
 

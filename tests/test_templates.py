@@ -2,13 +2,15 @@
 (sqlglot) to Postgres, Spark, BigQuery and Snowflake; every template is exercised."""
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
 import pytest
 import sqlglot
 
 import anon_duck
 from anon_duck.errors import AnonDuckError
-from anon_duck.job import load_job
+from anon_duck.job import Settings, load_job
 from anon_duck.sqlrender import ident, lit, qualified, recording, render, template_names
 
 from conftest import JOBS
@@ -32,6 +34,8 @@ def renderings(tmp_path_factory):
                 anon_duck.inspect(con, job)
                 for target in ("x.duckdb", "x.csv", "x"):
                     anon_duck.export(con, job, tmp_path_factory.mktemp("export") / target)
+        with duckdb.connect() as con:     # [settings] render SET statements
+            anon_duck.run(con, dataclasses.replace(load_job(TOY_JOBS[0]), settings=Settings("1GB", 1)))
     for name, sql in rec:
         out.setdefault(name, [])
         if sql not in out[name] and len(out[name]) < 3:
@@ -66,7 +70,7 @@ def test_every_rendering_transpiles(renderings, dialect):
 # Templates the toy jobs cannot reach, with the reason; everything else must be rendered.
 NOT_EXERCISED_BY_TOYS: dict[str, str] = {
     "hierarchy/load_builtin.sql.j2": "built-in ICD trees: tests/test_hierarchy.py",
-    "hierarchy/edges_from_table.sql.j2": "table-backed hierarchies: tests/test_inputs.py",
+    "hierarchy/edges_from_table.sql.j2": "table-backed hierarchies: tests/test_hierarchy.py",
     "hierarchy/cycles.sql.j2": "only reached once a tree is built; rendered in every run (listed for clarity)",
     "inputs/normalize_codes.sql.j2": "code sets: method jobs",
     "inputs/normalize_events.sql.j2": "events: method jobs",

@@ -9,8 +9,6 @@ import numpy as np
 
 
 class Backend(Protocol):
-    dialect: str
-
     def run(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> None:
         """Execute one statement; ``stage`` names the step for traces and errors."""
 

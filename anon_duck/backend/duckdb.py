@@ -20,20 +20,28 @@ class DuckDBBackend:
     ``duckdb.sql``'s global connection). ``trace`` collects (stage, seconds) pairs so
     ``report`` can say where the time went."""
 
-    dialect = "duckdb"
-
     def __init__(self, con: duckdb.DuckDBPyConnection, *, memory_limit: str | None = None,
                  threads: int | None = None) -> None:
         self.con = con
         self.trace: list[tuple[str, float]] = []
-        if memory_limit:
-            con.execute(f"SET memory_limit = {_quote_setting(memory_limit)}")
-        if threads:
-            con.execute(f"SET threads = {int(threads)}")
+        self._previous: dict[str, str] = {}
+        for name, value in (("memory_limit", memory_limit), ("threads", threads)):
+            if value:
+                self._previous[name] = self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"),
+                                                   {"name": name})
+                self.run(f"settings: {name}", render("util/set_setting.sql.j2", name=name, value=value))
 
-    @classmethod
-    def connect(cls, path: str = ":memory:", **settings: Any) -> "DuckDBBackend":
-        return cls(duckdb.connect(path), **settings)
+    def restore_settings(self) -> None:
+        """Give the caller its own settings back: a job's ``[settings]`` hold for one API call,
+        and DuckDB's memory_limit and threads are global to the database instance. DuckDB
+        reports memory_limit rounded (``18.8 GiB``), so the default is restored exactly
+        (``SET … = DEFAULT``) and only a value the caller had changed is restored as reported."""
+        for name, value in self._previous.items():
+            self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name, value=None))
+            if self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"), {"name": name}) != value:
+                self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name,
+                                                               value=int(value) if name == "threads" else value))
+        self._previous.clear()
 
     # -- statements --------------------------------------------------------------------
     def _execute(self, stage: str, sql: str, params: Mapping[str, Any] | None):
@@ -110,8 +118,3 @@ def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.rollback()
         raise
     con.commit()
-
-
-def _quote_setting(value: str) -> str:
-    from ..sqlrender import lit
-    return lit(str(value))
