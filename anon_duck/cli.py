@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,9 +28,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AnonDuckError as err:
         print(f"anon-duck: {err}", file=sys.stderr)
         return 2
+    except (duckdb.Error, OSError) as err:     # e.g. --db is a folder, a file cannot be written
+        print(f"anon-duck: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("anon-duck: interrupted; nothing was published", file=sys.stderr)
         return 130
+    except Exception:                           # a bug: say so, keep the traceback, never exit 1
+        traceback.print_exc()
+        print("anon-duck: internal error (a bug in anon_duck; please report it with the traceback above)",
+              file=sys.stderr)
+        return 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     def job_cmd(name: str, help_: str, func) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_, description=help_)
         c.add_argument("job", type=Path, help="job file (TOML)")
-        c.add_argument("--db", default=":memory:", help="DuckDB database file (default: in-memory)")
+        if name == "inspect":
+            c.add_argument("--db", default=":memory:", help="DuckDB database file (default: in-memory)")
+        else:   # a release in an in-memory database would vanish with the process
+            c.add_argument("--db", required=True, help="DuckDB database file holding the input and the release")
         c.set_defaults(func=func)
         return c
 
@@ -57,15 +69,31 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run benchmark cases in fresh processes and write JSON + markdown")
     b.add_argument("cases", nargs="*", help="case names (default: all)")
     b.add_argument("--scale", type=float, default=1.0, help="data size factor (1 = the sizes the issues name)")
-    b.add_argument("--reps", type=int, default=3, help="repetitions per case")
+    b.add_argument("--reps", type=_positive_int, default=3, help="repetitions per case")
     b.add_argument("--quick", action="store_true", help="scale 0.01, one repetition: checks every case completes")
     b.add_argument("--out", type=Path, default=Path("bench_out/results.json"), help="JSON output (markdown beside it)")
-    b.add_argument("--curve", type=str, default=None, metavar="S1,S2,...",
+    b.add_argument("--curve", type=_scales, default=None, metavar="S1,S2,...",
                    help="scaling curve: run the cases at each scale (e.g. 1,2,4,8); PNG plots with the bench extra")
     b.add_argument("--suite", action="store_true",
                    help="the whole suite behind BENCHMARKS.md (anon_duck/bench/suite.py), written beside --out")
     b.set_defaults(func=_bench)
     return p
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return int(text)
+
+
+def _scales(text: str) -> list[float]:
+    try:
+        scales = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers, e.g. 1,2,4,8") from None
+    if any(s <= 0 for s in scales):
+        raise argparse.ArgumentTypeError(f"{text!r}: scales must be > 0")
+    return scales
 
 
 def _connect(args: argparse.Namespace) -> duckdb.DuckDBPyConnection:
@@ -130,8 +158,7 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"(written: {run_suite(args.out.parent, progress=_stderr)})")
         return 0
     if args.curve:
-        scales = [float(x) for x in args.curve.split(",")]
-        result = run_curves(args.cases, scales=scales, reps=args.reps, out_dir=args.out.parent, progress=_stderr)
+        result = run_curves(args.cases, scales=args.curve, reps=args.reps, out_dir=args.out.parent, progress=_stderr)
         md = write_curves(result, args.out)
         print(curves_markdown(result))
         print(f"\n(written: {md})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pytest
 
 from anon_duck.cli import main
 
@@ -40,12 +41,12 @@ def test_verify_exit_1_prints_violations(tmp_path, capsys):
 def test_bad_job_exit_2_names_the_key(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(open(TOY).read().replace("k = 2", "k = 'two'"))
-    assert main(["run", str(bad)]) == 2
+    assert main(["run", str(bad), "--db", str(tmp_path / "t.duckdb")]) == 2
     assert "method.k = 'two': expected int" in capsys.readouterr().err
 
 
-def test_missing_job_file(capsys):
-    assert main(["run", "/nonexistent/job.toml"]) == 2
+def test_missing_job_file(tmp_path, capsys):
+    assert main(["run", "/nonexistent/job.toml", "--db", str(tmp_path / "t.duckdb")]) == 2
     assert "cannot read job file" in capsys.readouterr().err
 
 
@@ -53,4 +54,33 @@ def test_demo_prints_a_verified_summary(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:3] == ["method", "release", "verified"]
-    assert all(" yes " in line for line in out.splitlines()[1:])
+    from anon_duck.demo import DEMO_JOBS
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [m for m, _ in DEMO_JOBS]
+    assert all(line.split()[2] == "yes" for line in out.splitlines()[1:])
+
+
+def test_database_errors_exit_2(tmp_path, capsys):
+    assert main(["run", TOY, "--db", str(tmp_path)]) == 2          # a folder is not a database
+    assert "anon-duck: IOException" in capsys.readouterr().err
+
+
+def test_release_commands_need_a_database(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", TOY])
+    assert exc.value.code == 2 and "--db" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["--reps", "0"], ["--curve", "a,b"], ["--curve", "1,-2"]])
+def test_bench_arguments_are_checked(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "verify_k", *args])
+    assert exc.value.code == 2 and "error: argument" in capsys.readouterr().err
+
+
+def test_a_bug_exits_3_with_its_traceback(tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("boom")
+    monkeypatch.setattr("anon_duck.api.run", broken)
+    assert main(["run", TOY, "--db", str(tmp_path / "t.duckdb")]) == 3
+    err = capsys.readouterr().err
+    assert "ZeroDivisionError: boom" in err and "internal error" in err
