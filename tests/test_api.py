@@ -279,6 +279,16 @@ def test_verify_reports_a_tampered_release(con, job_file):
     assert checks[0].violations[0]["class_size"] == 1
 
 
+def test_verify_sees_published_bounds(con, job_file):
+    """A numeric QI's bounds are published next to its label: a row whose bounds differ from
+    its class's is a class of its own, whatever its label says."""
+    job = job_file("toy_fulldomain.toml")
+    anon_duck.run(con, job)
+    con.execute("UPDATE toy_k2_release SET age__lo = age__lo - 1 WHERE rowid IN (SELECT min(rowid) FROM toy_k2_release)")
+    checks = anon_duck.verify(con, job)
+    assert not checks[0].passed and checks[0].n_violations == 2      # its class of 2 split in two
+
+
 def test_verify_without_a_release(con, job_file):
     with pytest.raises(InputError, match="not in this database"):
         api.verify(con, job_file("toy_fulldomain.toml"))

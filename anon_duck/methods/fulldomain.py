@@ -83,8 +83,11 @@ class FullDomain:
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: FullDomainParams) -> list[CheckResult]:
-        return [k_anonymity(backend, relation=tables["release"], qis=[q.column for q in job.dataset.qis],
-                            k=params.k)]
+        # A numeric QI is published as its label and its bounds; a class is what an analyst
+        # can tell apart, so the verifier groups on all three.
+        qis = [c for q in job.dataset.qis
+               for c in ((q.column, f"{q.column}__lo", f"{q.column}__hi") if q.kind == "numeric" else (q.column,))]
+        return [k_anonymity(backend, relation=tables["release"], qis=qis, k=params.k)]
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: FullDomainParams) -> dict[str, Any]:
