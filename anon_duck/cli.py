@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--to", required=True, type=Path, help="folder, folder.csv, folder.parquet or file.duckdb")
     i = job_cmd("inspect", "profile the input: rows, distinct values per QI, current k, codes", _inspect)
     i.add_argument("--json", action="store_true", help="print JSON")
+    m = sub.add_parser("methods", help="list the methods a job's method.name can name")
+    m.set_defaults(func=_methods)
     d = sub.add_parser("demo", help="run every method on bundled data and print a summary")
     d.set_defaults(func=_demo)
     b = sub.add_parser("bench", help="run benchmark cases in fresh processes and write JSON + markdown")
@@ -78,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="the whole suite behind BENCHMARKS.md (anon_duck/bench/suite.py), written beside --out")
     b.set_defaults(func=_bench)
     return p
+
+
+def _methods(args: argparse.Namespace) -> int:
+    from .methods import get_method, method_names
+    for name in method_names():
+        print(f"{name:<16} {get_method(name).summary}")
+    return 0
 
 
 def _positive_int(text: str) -> int:
@@ -105,7 +114,7 @@ def _run(args: argparse.Namespace) -> int:
     with _connect(args) as con:
         result = api.run(con, job, progress=TerminalProgress.if_tty())
     print(f"release {result.release}: {', '.join(result.tables)} "
-          f"(verified: {'yes' if result.verified else 'NO'}, {result.seconds:.2f} s)")
+          f"(verified by {', '.join(c.name for c in result.checks)}; {result.seconds:.2f} s)")
     for key, value in result.facts.items():
         print(f"  {key}: {value}")
     return 0

@@ -47,15 +47,6 @@ class Edge:
     hi: float | None = None
 
 
-@dataclass(frozen=True)
-class HierarchyTables:
-    """The qualified names of the scratch tables, handed to templates."""
-
-    node: tuple[str, str, str] = NODES
-    closure: tuple[str, str, str] = CLOSURE
-    level: tuple[str, str, str] = LEVELS
-
-
 def arx_edges(path: Path, delimiter: str = ";") -> list[Edge]:
     """ARX hierarchy CSV: ``leaf;level1;...;*`` per line. A value equal to the one before it
     (ARX repeats a value that is not generalized at that level) adds no edge."""
@@ -149,7 +140,7 @@ def interval_edges(values: Sequence[float], *, width: float, levels: int | None,
 
 
 def build(backend: Backend, specs: Iterable[HierarchySpec], *,
-          values_for: dict[str, tuple] | None = None) -> HierarchyTables:
+          values_for: dict[str, tuple] | None = None) -> None:
     """Build the scratch hierarchy tables for ``specs``.
 
     ``values_for`` maps an interval hierarchy's name to ``(relation, column)`` whose distinct
@@ -194,7 +185,6 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
         raise JobError(f"hierarchy.{h}: node {node!r} is on a cycle (or the tree is deeper than {MAX_DEPTH} levels)")
     backend.run("hierarchy: levels", render("hierarchy/levels.sql.j2", node_table=NODES, closure_table=CLOSURE,
                                             level_table=LEVELS))
-    return HierarchyTables()
 
 
 def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from .backend.base import Backend
 from .errors import AnonDuckError, InputError
-from .hierarchy import HierarchyTables, NODES
+from .hierarchy import NODES
 from .hierarchy import build as build_hierarchies
 from .job import Job, Source
 from .scratch import scratch
@@ -27,9 +27,7 @@ class Inputs:
     """Qualified names of the relations a method reads, and what the checks learned."""
 
     person: tuple[str, ...]
-    columns: dict[str, str]          # column name -> DuckDB type of the person relation
     n_rows: int
-    hierarchies: HierarchyTables | None
     codes: tuple[str, ...] | None = None    # (id VARCHAR, code VARCHAR), distinct pairs
     events: tuple[str, ...] | None = None   # (id VARCHAR, position INTEGER, code VARCHAR, age INTEGER)
     coverage: list[dict] = field(default_factory=list)  # per checked column: values missing from its hierarchy
@@ -64,8 +62,8 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
 
     codes = _codes(backend, job, person, columns) if ds.codes else None
     events = _events(backend, job, person) if ds.events else None
-    hierarchies, coverage = _hierarchies(backend, job, person, codes, events, strict)
-    return Inputs(person, columns, n_rows, hierarchies, codes, events, coverage)
+    coverage = _hierarchies(backend, job, person, codes, events, strict)
+    return Inputs(person, n_rows, codes, events, coverage)
 
 
 def _prepare_without_person_table(backend: Backend, job: Job, strict: bool) -> Inputs:
@@ -78,8 +76,8 @@ def _prepare_without_person_table(backend: Backend, job: Job, strict: bool) -> I
     backend.run("inputs: persons from ids", render("inputs/persons_from_ids.sql.j2", target=person, id=ds.id,
                                                    children=[c for c in (codes, events) if c is not None]))
     n_rows = _check_person_rows(backend, job, person)
-    hierarchies, coverage = _hierarchies(backend, job, person, codes, events, strict)
-    return Inputs(person, {ds.id: "VARCHAR"}, n_rows, hierarchies, codes, events, coverage)
+    coverage = _hierarchies(backend, job, person, codes, events, strict)
+    return Inputs(person, n_rows, codes, events, coverage)
 
 
 def _check_person_rows(backend: Backend, job: Job, person: tuple[str, ...]) -> int:
@@ -106,8 +104,9 @@ def _check_person_rows(backend: Backend, job: Job, person: tuple[str, ...]) -> i
 
 
 def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tuple[str, ...] | None,
-                 events: tuple[str, ...] | None, strict: bool) -> tuple[HierarchyTables | None, list[dict]]:
-    """Build the hierarchies the job uses and check that every value is a leaf."""
+                 events: tuple[str, ...] | None, strict: bool) -> list[dict]:
+    """Build the hierarchies the job uses (scratch tables NODES, CLOSURE, LEVELS) and check
+    that every value is a leaf; returns the coverage of each checked column."""
     ds = job.dataset
     used = {q.hierarchy for q in ds.qis if q.hierarchy}
     if ds.codes and ds.codes.hierarchy:
@@ -115,14 +114,14 @@ def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tup
     if ds.events:
         used.update(h for h in (ds.events.code_hierarchy, ds.events.age_hierarchy) if h)
     if not used:
-        return None, []
+        return []
     values_for: dict[str, tuple] = {}
     for q in ds.qis:
         if q.hierarchy:
             values_for.setdefault(q.hierarchy, (person, q.column))
     if ds.events and ds.events.age_hierarchy:
         values_for.setdefault(ds.events.age_hierarchy, (events, "age"))
-    hierarchies = build_hierarchies(backend, [job.hierarchies[h] for h in sorted(used)], values_for=values_for)
+    build_hierarchies(backend, [job.hierarchies[h] for h in sorted(used)], values_for=values_for)
     checks = [(f"input.qi column {q.column!r}", person, q.column, q.hierarchy) for q in ds.qis if q.hierarchy]
     if codes is not None and ds.codes and ds.codes.hierarchy:
         checks.append(("input.codes", codes, "code", ds.codes.hierarchy))
@@ -140,7 +139,7 @@ def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tup
             raise InputError(f"{what}: {n_missing} distinct value(s) are not leaves of hierarchy "
                              f"{hname!r}, e.g. {', '.join(map(repr, examples))}")
         coverage.append({"what": what, "hierarchy": hname, "missing": int(n_missing), "examples": list(examples or [])})
-    return hierarchies, coverage
+    return coverage
 
 
 def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...],

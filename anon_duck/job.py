@@ -101,12 +101,6 @@ class Dataset:
     class_: str | None = None
     keep: tuple[str, ...] = ()
 
-    def qi(self, column: str) -> QI:
-        for q in self.qis:
-            if q.column == column:
-                return q
-        raise JobError(f"input.qi: no quasi-identifier named {column!r}")
-
 
 @dataclass(frozen=True)
 class Release:

@@ -16,7 +16,7 @@ TOY = str(JOBS / "toy_fulldomain.toml")
 def test_run_verify_report_export_inspect(tmp_path, capsys):
     db = str(tmp_path / "t.duckdb")
     assert main(["run", TOY, "--db", db]) == 0
-    assert "verified: yes" in capsys.readouterr().out
+    assert "(verified by k_anonymity;" in capsys.readouterr().out
     assert main(["verify", TOY, "--db", db]) == 0
     assert "k_anonymity: pass" in capsys.readouterr().out
     assert main(["report", TOY, "--db", db, "--json"]) == 0
@@ -84,3 +84,10 @@ def test_a_bug_exits_3_with_its_traceback(tmp_path, capsys, monkeypatch):
     assert main(["run", TOY, "--db", str(tmp_path / "t.duckdb")]) == 3
     err = capsys.readouterr().err
     assert "ZeroDivisionError: boom" in err and "internal error" in err
+
+
+def test_methods_lists_every_registered_method(capsys):
+    from anon_duck.methods import method_names
+    assert main(["methods"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == method_names() and all(len(line.split()) > 3 for line in lines)

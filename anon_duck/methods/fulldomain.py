@@ -23,7 +23,6 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..backend.base import Backend
-from ..errors import InfeasibleError
 from ..hierarchy import LEVELS, NODES
 from ..inputs import Inputs
 from ..job import Job
@@ -140,9 +139,7 @@ def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress) -
             lm = float(np.mean([lm_level[j][lvl] for j, lvl in enumerate(node)]))
             minimal.append((lm, sum(node), node, int(sizes.min()), int(sizes.size)))
     progress("lattice", len(nodes), len(nodes))
-    if not minimal:
-        raise InfeasibleError(f"no full-domain generalization is {k}-anonymous, not even the top of every "
-                              "hierarchy (the table has fewer rows than k)")
+    assert minimal, "the top node puts every row in one class, and check_k ensured k <= rows"
     lm, _, node, min_class, n_classes = min(minimal)
     return LatticeResult(node, lm, min_class, n_classes, checked, len(nodes))
 
