@@ -19,11 +19,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .backend.base import Backend
+from .argcheck import Relation, distinct_names, nonempty_name, show
 from .errors import InputError
 from .scratch import scratch
 from .sqlrender import render
 
-Relation = str | Sequence[str]
 
 __all__ = ["ncp", "discernibility", "make_workload", "are"]
 
@@ -49,12 +49,12 @@ def ncp(backend: Backend, *, relation: Relation, numeric: Sequence[tuple[str, fl
     its hierarchy (naming the column and the number of rows), since either would silently
     drop the record's penalty.
     """
-    num_cols = [_name("ncp", "numeric column", c) for c, _, _ in numeric]
-    cat_cols = [_name("ncp", "categorical column", c) for c, _ in categorical]
+    num_cols = [nonempty_name("ncp", "numeric column", c) for c, _, _ in numeric]
+    cat_cols = [nonempty_name("ncp", "categorical column", c) for c, _ in categorical]
     cols = num_cols + cat_cols
     if not cols:
         raise InputError("ncp: give at least one numeric or categorical QI")
-    _distinct("ncp", cols)
+    distinct_names("ncp", cols)
     w = _weights(cols, weights)
     params: dict[str, Any] = {}
     for i, (c, lo, hi) in enumerate(numeric):
@@ -62,7 +62,7 @@ def ncp(backend: Backend, *, relation: Relation, numeric: Sequence[tuple[str, fl
             raise InputError(f"ncp: domain of numeric column {c!r} must be finite with lo <= hi; got [{lo}, {hi}]")
         params |= {f"dom_lo_{i}": float(lo), f"dom_hi_{i}": float(hi), f"w_num_{i}": w[c]}
     for j, (c, h) in enumerate(categorical):
-        params |= {f"hier_{j}": _name("ncp", f"hierarchy of {c!r}", h), f"w_cat_{j}": w[c]}
+        params |= {f"hier_{j}": nonempty_name("ncp", f"hierarchy of {c!r}", h), f"w_cat_{j}": w[c]}
     row = backend.rows("metrics: NCP", render("metrics/ncp.sql.j2", relation=relation, numeric=num_cols,
                                               categorical=cat_cols, hier_node=hier_node_relation), params)[0]
     n_records, ncp_sum, ncp_mean = int(row[0]), float(row[1]), row[2]
@@ -71,7 +71,7 @@ def ncp(backend: Backend, *, relation: Relation, numeric: Sequence[tuple[str, fl
     for c, n_missing in zip(cols, missing):
         if n_missing:
             what = "a NULL interval bound" if c in num_cols else "a label that is not a node of its hierarchy"
-            raise InputError(f"ncp: {n_missing} row(s) of {_show(relation)} have {what} in column {c!r}")
+            raise InputError(f"ncp: {n_missing} row(s) of {show(relation)} have {what} in column {c!r}")
     return {"ncp": _float(ncp_mean), "ncp_sum": ncp_sum, "n_records": n_records,
             "per_attribute": {c: _float(m) for c, m in zip(cols, means)}, "weights": w}
 
@@ -102,10 +102,10 @@ def discernibility(backend: Backend, *, relation: Relation, qis: Sequence[str], 
     k), "min_class_size", "max_class_size"}``."""
     if isinstance(qis, str):
         raise InputError(f"discernibility: qis must be a list of column names, not the string {qis!r}")
-    qis = [_name("discernibility", "qis", q) for q in qis]
+    qis = [nonempty_name("discernibility", "qis", q) for q in qis]
     if not qis:
         raise InputError("discernibility: qis must name at least one column")
-    _distinct("discernibility", qis)
+    distinct_names("discernibility", qis)
     if k is not None and (not isinstance(k, int) or k < 1):
         raise InputError(f"discernibility: k must be an integer >= 1; got {k!r}")
     n, n_classes, dm, lo, hi = backend.rows("metrics: discernibility",
@@ -143,10 +143,10 @@ def make_workload(backend: Backend, *, original_relation: Relation, numeric: Seq
     NULL for categorical and node NULL for numeric predicates. ``hier_closure_relation``
     defaults to the shared closure table of :mod:`anon_duck.hierarchy`.
     """
-    numeric = [_name("make_workload", "numeric column", c) for c in numeric]
-    cat_cols = [_name("make_workload", "categorical column", c) for c, _ in categorical]
+    numeric = [nonempty_name("make_workload", "numeric column", c) for c in numeric]
+    cat_cols = [nonempty_name("make_workload", "categorical column", c) for c, _ in categorical]
     attrs = numeric + cat_cols
-    _distinct("make_workload", attrs)
+    distinct_names("make_workload", attrs)
     if not isinstance(n_queries, int) or n_queries < 1:
         raise InputError(f"make_workload: n_queries must be an integer >= 1; got {n_queries!r}")
     if not isinstance(qi_per_query, int) or not 1 <= qi_per_query <= len(attrs):
@@ -163,7 +163,7 @@ def make_workload(backend: Backend, *, original_relation: Relation, numeric: Seq
                                                          numeric=numeric, categorical=cat_cols))
     counts = np.asarray(tuples["cnt"], dtype=float)
     if counts.size == 0:
-        raise InputError(f"make_workload: {_show(original_relation)} has no record without a NULL QI")
+        raise InputError(f"make_workload: {show(original_relation)} has no record without a NULL QI")
     columns = [np.asarray(tuples[f"num_{i}"], dtype=float) for i in range(len(numeric))] + \
               [np.asarray(tuples[f"cat_{j}"], dtype=object) for j in range(len(cat_cols))]
     half = [selectivity * (col.max() - col.min()) / 2 for col in columns[:len(numeric)]]
@@ -226,22 +226,22 @@ def are(backend: Backend, *, workload: Relation, original_relation: Relation, ge
     Returns ``{"are", "n_queries", "n_used" (queries with actual > 0), "per_query": [{"query_id",
     "actual", "estimate", "rel_error"}]}``; ``are`` is NaN when no query has actual > 0.
     """
-    numeric = [_name("are", "numeric column", c) for c in numeric]
-    cat_cols = [_name("are", "categorical column", c) for c, _ in categorical]
+    numeric = [nonempty_name("are", "numeric column", c) for c in numeric]
+    cat_cols = [nonempty_name("are", "categorical column", c) for c, _ in categorical]
     if not numeric and not cat_cols:
         raise InputError("are: give at least one numeric or categorical QI")
-    _distinct("are", numeric + cat_cols)
+    distinct_names("are", numeric + cat_cols)
     params: dict[str, Any] = {"attrs": numeric + cat_cols}
     params |= {f"num_attr_{i}": c for i, c in enumerate(numeric)}
     for j, (c, h) in enumerate(categorical):
-        params |= {f"cat_attr_{j}": c, f"hier_{j}": _name("are", f"hierarchy of {c!r}", h)}
+        params |= {f"cat_attr_{j}": c, f"hier_{j}": nonempty_name("are", f"hierarchy of {c!r}", h)}
     f = backend.fetch("metrics: ARE workload", render(
         "metrics/are_counts.sql.j2", workload=workload, original_relation=original_relation,
         generalized_relation=generalized_relation, hier_closure=hier_closure_relation, hier_node=hier_node_relation,
         numeric=numeric, categorical=cat_cols), params)
     unknown = int(np.asarray(f["n_unknown"]).sum()) if len(f["query_id"]) else 0
     if unknown:
-        raise InputError(f"are: {unknown} predicate(s) of workload {_show(workload)} are on columns that are not "
+        raise InputError(f"are: {unknown} predicate(s) of workload {show(workload)} are on columns that are not "
                          f"among the QIs given ({', '.join(numeric + cat_cols)})")
     actual = np.asarray(f["actual"], dtype=float)
     estimate = np.asarray(f["estimate"], dtype=float)
@@ -257,21 +257,10 @@ def are(backend: Backend, *, workload: Relation, original_relation: Relation, ge
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------
-def _name(where: str, what: str, value: Any) -> str:
-    if not isinstance(value, str) or value == "":
-        raise InputError(f"{where}: {what} must be a non-empty name; got {value!r}")
-    return value
 
 
-def _distinct(where: str, names: Sequence[str]) -> None:
-    dup = sorted({n for n in names if list(names).count(n) > 1})
-    if dup:
-        raise InputError(f"{where}: column(s) named more than once: {dup}")
 
 
 def _float(v: Any) -> float:
     return float("nan") if v is None else float(v)
 
-
-def _show(relation: Relation) -> str:
-    return repr(relation if isinstance(relation, str) else ".".join(relation))

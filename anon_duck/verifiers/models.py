@@ -35,10 +35,10 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..backend.base import Backend
+from ..argcheck import Relation, distinct_names, nonempty_name, show
 from ..errors import InputError
 from ..sqlrender import render
 
-Relation = str | Sequence[str]
 
 __all__ = ["CheckResult", "k_anonymity", "l_diversity", "km_anonymity", "kkm_anonymity", "lkc_privacy",
            "lkc_groups", "lkc_subsets"]
@@ -94,7 +94,7 @@ def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
     """
     name = "l_diversity"
     qis = _names(name, "qis", qis)
-    sensitive = _name(name, "sensitive", sensitive)
+    sensitive = nonempty_name(name, "sensitive", sensitive)
     _positive(name, "l", l)
     if sensitive in qis:
         raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
@@ -129,11 +129,11 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     keys: ``size``, ``items``, ``support``.
     """
     name = "km_anonymity"
-    id_col, code_col = _name(name, "id_col", id_col), _name(name, "code_col", code_col)
+    id_col, code_col = nonempty_name(name, "id_col", id_col), nonempty_name(name, "code_col", code_col)
     group_cols = _names(name, "group_cols", group_cols, allow_empty=True)
     _positive(name, "k", k)
     _positive(name, "m", m)
-    _distinct_names(name, [id_col, code_col, *group_cols])
+    distinct_names(name, [id_col, code_col, *group_cols])
     _reserved(name, group_cols, ("size", "items", "support"))
     n_rows, _, distinct = _refuse_nulls(backend, name, relation, [id_col, code_col, *group_cols], distinct=[id_col])
     m_eff = _itemset_bound(backend, name, relation, id_col, code_col, m)
@@ -171,7 +171,7 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     """
     name = "kkm_anonymity"
     qis = _names(name, "qis", qis)
-    id_col, code_col = _name(name, "id_col", id_col), _name(name, "code_col", code_col)
+    id_col, code_col = nonempty_name(name, "id_col", id_col), nonempty_name(name, "code_col", code_col)
     _positive(name, "k", k)
     _positive(name, "m", m)
     if id_col in qis:
@@ -302,7 +302,7 @@ def _lkc_sensitive(name: str, qis: list[str], sensitive: str | None,
     """The sensitive column to render (None = only the K condition) and its bound params."""
     if sensitive is None:
         return None, {}
-    sensitive = _name(name, "sensitive", sensitive)
+    sensitive = nonempty_name(name, "sensitive", sensitive)
     if sensitive in qis:
         raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
     if sensitive_values is None:
@@ -382,7 +382,7 @@ def _refuse_nulls(backend: Backend, name: str, relation: Relation, columns: Sequ
     nulls = dict(zip(columns, row[1:1 + len(columns)]))
     for col, n_null in nulls.items():
         if n_null:
-            raise InputError(f"{name}: column {col!r} of {_show(relation)} has {n_null} NULL value(s); a verified "
+            raise InputError(f"{name}: column {col!r} of {show(relation)} has {n_null} NULL value(s); a verified "
                              "release must not contain NULL in a QI, sensitive, id or code column")
     return int(row[0]), nulls, dict(zip(distinct, (int(v) for v in row[1 + len(columns):])))
 
@@ -416,28 +416,18 @@ def _qi_dict(names: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
     return {c: row[i] for i, c in enumerate(names)}
 
 
-def _name(verifier: str, arg: str, value: Any) -> str:
-    if not isinstance(value, str) or value == "":
-        raise InputError(f"{verifier}: {arg} must be a non-empty column name; got {value!r}")
-    return value
 
 
 def _names(verifier: str, arg: str, values: Sequence[str], *, allow_empty: bool = False) -> list[str]:
     if isinstance(values, str):
         raise InputError(f"{verifier}: {arg} must be a list of column names, not the string {values!r}")
-    out = [_name(verifier, arg, v) for v in values]
+    out = [nonempty_name(verifier, arg, v) for v in values]
     if not out and not allow_empty:
         raise InputError(f"{verifier}: {arg} must name at least one column")
-    _distinct_names(verifier, out)
+    distinct_names(verifier, out)
     return out
 
 
-def _distinct_names(verifier: str, names: Sequence[str]) -> None:
-    seen = set()
-    for n in names:
-        if n in seen:
-            raise InputError(f"{verifier}: column {n!r} is named twice")
-        seen.add(n)
 
 
 def _reserved(verifier: str, names: Sequence[str], reserved: Sequence[str]) -> None:
@@ -451,6 +441,3 @@ def _positive(verifier: str, arg: str, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InputError(f"{verifier}: {arg} must be an integer >= 1; got {value!r}")
 
-
-def _show(relation: Relation) -> str:
-    return repr(relation if isinstance(relation, str) else ".".join(relation))

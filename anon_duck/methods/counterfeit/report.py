@@ -25,7 +25,7 @@ def counterfeit_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
         entry = {"column": q.column, "hierarchy": q.hierarchy, "numeric": q.kind == "numeric", "i": len(qis)}
         if entry["numeric"]:
             lo, hi = domain.get(q.column) or backend.rows(
-                f"report: domain of {q.column}", render("verify/counterfeit_root_bounds.sql.j2", node_table=NODES),
+                f"report: domain of {q.column}", render("metrics/hierarchy_domain.sql.j2", node_table=NODES),
                 {"hierarchy": q.hierarchy})[0]
             entry |= {"lo": float(lo), "hi": float(hi)}
         qis.append(entry)
