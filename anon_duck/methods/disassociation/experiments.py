@@ -1,12 +1,16 @@
 """Reruns of seed 001's experiments that the docs quote (docs/disassociation.md, "Measured").
 
 * ``compare``: Dis vs the CBA-style baseline (§6.3, Figs. 13-14) on INFORMS: for each policy,
-  publish the ``cba`` release, then the Dis release, and report both ARE numbers on the same
-  W1/W2 queries (codes CBA kept) plus CBA's suppressed codes;
+  publish the ``cba`` release, then the Dis release, and report, for each reconstruction mode
+  (``item_count``), both ARE numbers on the same W1/W2 queries (codes CBA kept), Dis's MRE
+  shares over the policy's constraints (Figs. 18-20) and CBA's suppressed codes;
+* ``pairs``: where the (record, code) pairs go (record, shared or item chunks) for a job with
+  changed parameters (:func:`where_pairs_go`). A private diagnostic on the unpublished
+  structure: item-chunk supports are hidden in a release, so their sum is never a run fact;
 * ``growth``: the benchmark case (BMS-WebView-1, k=5, m=2) on seeded 2x/4x/8x blow-ups
   (:func:`blow_up`), one fresh process per size, time and peak RSS.
 
-Run ``python -m anon_duck.methods.disassociation.experiments compare`` or ``... growth``.
+Run ``python -m anon_duck.methods.disassociation.experiments compare``, ``... pairs`` or ``... growth``.
 """
 from __future__ import annotations
 
@@ -22,8 +26,15 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ...job import load_job
+from ...backend.duckdb import DuckDBBackend
+from ...inputs import prepare
+from ...job import Job, load_job
 from ...sqlrender import render
+from . import disassociate
+from .encoding import Records, encode
+from .params import check_params
+from .policy import build_policy
+from .release import Structure
 
 ROOT = Path(__file__).resolve().parents[3]
 JOBS = ROOT / "fixtures" / "jobs"
@@ -55,8 +66,9 @@ def blow_up(source: Path, factor: int, seed: int, target: Path, noise: float = 0
     return int(tids.size * factor)
 
 
-def compare(policies: list[str], k: int, m: int, reconstructions: int, queries: int) -> list[dict]:
-    """Seed 001 Figs. 13-14 on INFORMS: one row per policy."""
+def compare(policies: list[str], k: int, m: int, reconstructions: int, queries: int,
+            item_counts: list[str]) -> list[dict]:
+    """Seed 001 Figs. 13-14 and 18-20 on INFORMS: one row per policy and reconstruction mode."""
     import anon_duck
     rows = []
     for policy in policies:
@@ -69,20 +81,49 @@ def compare(policies: list[str], k: int, m: int, reconstructions: int, queries: 
             policy=policy, k=k, m=m, baseline_release=cba.release.name, reconstructions=reconstructions,
             queries=queries, **extra)
         anon_duck.run(con, dis)
-        t0 = time.perf_counter()
-        rep = anon_duck.report(con, dis)
-        seconds = time.perf_counter() - t0
-        row = {"policy": policy, "k": k, "m": m, "cba_suppressed": run.facts["codes_suppressed"],
-               "codes": run.facts["codes"], "cba_tokens": run.facts["generalized_tokens"],
-               "query_codes": rep["query_codes"], "dis_report_seconds": round(seconds, 1)}
-        for w in ("W1", "W2"):
-            a = rep["are"][w]
-            row[f"{w}_dis_expected"] = a["expected"]["are"]
-            row[f"{w}_dis_mc"] = a.get("are_mean")
-            row[f"{w}_cba"] = a["baseline"].get("are_mean")
-        rows.append(row)
+        for mode in item_counts:
+            t0 = time.perf_counter()
+            rep = anon_duck.report(con, dis.with_params(item_count=mode))
+            seconds = time.perf_counter() - t0
+            row = {"policy": policy, "item_count": mode, "k": k, "m": m,
+                   "cba_suppressed": run.facts["codes_suppressed"], "codes": run.facts["codes"],
+                   "cba_tokens": run.facts["generalized_tokens"], "query_codes": rep["query_codes"],
+                   "dis_report_seconds": round(seconds, 1)}
+            for w in ("W1", "W2"):
+                a = rep["are"][w]
+                row[f"{w}_dis_expected"] = a["expected"]["are"]
+                row[f"{w}_dis_mc"] = a.get("are_mean")
+                row[f"{w}_cba"] = a["baseline"].get("are_mean")
+            if "mre" in rep:
+                row |= {f"mre_{key}": rep["mre"][key] for key in ("constraints", "within_2_5", "within_5", "min", "max")}
+            rows.append(row)
         con.close()
     return rows
+
+
+def pair_shares(rec: Records, s: Structure) -> dict[str, float]:
+    """Shares of the (record, code) pairs whose code sits, in the record's cluster, in a record
+    chunk, a shared chunk or the item chunk (the three partition the pairs)."""
+    n_codes = rec.n_codes
+    key = s.label[rec.rid] * n_codes + rec.cid
+
+    def share(keys: list[int]) -> float:
+        return round(float(np.isin(key, np.asarray(keys, dtype=np.int64)).mean()), 4)
+
+    return {"record_chunks": share([p * n_codes + t for c in s.record_chunks for p, ts in c.take.items() for t in ts]),
+            "shared_chunks": share([p * n_codes + t for c in s.shared_chunks for p, ts in c.take.items() for t in ts]),
+            "item_chunks": share([p * n_codes + t for p, ts in enumerate(s.items) for t in ts])}
+
+
+def where_pairs_go(job: Job) -> dict:
+    """Disassociate the job's data (nothing published) and report the pair shares."""
+    backend = DuckDBBackend(duckdb.connect())
+    params = check_params(job)
+    inputs = prepare(backend, job)
+    rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
+    structure, facts = disassociate(rec, build_policy(backend, job, params, rec), params, lambda *_: None)
+    return {"pairs": int(rec.rid.size), "clusters": facts["clusters"], "horpart_clusters": facts["horpart_clusters"],
+            **pair_shares(rec, structure)}
 
 
 def _run_once(job_path: str, data: str) -> dict:
@@ -124,6 +165,10 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--m", type=int, default=2)
     c.add_argument("--reconstructions", type=int, default=10)
     c.add_argument("--queries", type=int, default=1000)
+    c.add_argument("--item-counts", default="one", help="comma-separated reconstruction modes (item_count)")
+    p = sub.add_parser("pairs")
+    p.add_argument("--job", default="disassociation_informs.toml", help="a job in fixtures/jobs")
+    p.add_argument("--set", default="{}", help='method parameters to change, JSON, e.g. \'{"merge_small": false}\'')
     g = sub.add_parser("growth")
     g.add_argument("--factors", default="1,2,4,8")
     g.add_argument("--seed", type=int, default=1)
@@ -133,7 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     o.add_argument("data")
     a = ap.parse_args(argv)
     if a.cmd == "compare":
-        rows = compare(a.policies.split(","), a.k, a.m, a.reconstructions, a.queries)
+        rows = compare(a.policies.split(","), a.k, a.m, a.reconstructions, a.queries, a.item_counts.split(","))
+    elif a.cmd == "pairs":
+        rows = [where_pairs_go(load_job(JOBS / a.job).with_params(**json.loads(a.set)))]
     elif a.cmd == "growth":
         rows = growth([int(x) for x in a.factors.split(",")], a.seed, Path(a.workdir))
     else:

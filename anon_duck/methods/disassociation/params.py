@@ -29,8 +29,9 @@ PARAMS = (
     Param("queries", int, 1000, lo=1, hi=100_000, doc="report: COUNT queries per workload (and per size in W1)"),
     Param("w1_minsup_percent", float, 0.625, lo=0.0, hi=100.0, doc="report: W1 minimum support, % of records"),
     Param("item_count", str, "one", choices=ITEM_COUNT_MODES,
-          doc="report: how often an item-chunk code is placed in a reconstruction (digest §2.6; "
-              "default one, docs/disassociation.md 'Reconstruction')"),
+          doc="report: how often an item-chunk code is placed in a reconstruction: once (one, the default), "
+              "1..|P| rows (uniform, digest A11) or 1..min(|P|, k-1) rows (below_k); "
+              "docs/disassociation.md 'Reconstruction'"),
     Param("baseline_release", str, "", doc="report: a published cba release; queries use only the codes it kept "
                                            "and its ARE on the same queries is reported (seed 001 §6.3)"),
 )

@@ -6,8 +6,9 @@ Measures are taken on *reconstructed* datasets, from the published tables only:
   §2.9, :file:`sql/disassociation/expected_counts.sql.j2`): deterministic, no sampling;
 * ``R`` seeded random reconstructions (:file:`sql/disassociation/reconstruct.sql.j2`, digest
   §2.6: an independent uniform bijection per chunk; each item-chunk code placed in one random
-  row (``item_count = one``, our default, docs/disassociation.md "Reconstruction"), in
-  1..|P| rows (``uniform``, the digest's default) or 1..min(|P|, k-1) rows (``below_k``)).
+  row (``item_count = one``, the default; docs/disassociation.md "Reconstruction" says why),
+  in 1..|P| rows (``uniform``, the digest's reading) or in 1..min(|P|, k-1) rows
+  (``below_k``)).
 
 Then ARE (Definition 2) of the COUNT workloads W1 (frequent itemsets of 1..4 codes) and W2
 (random code sets of 1..4 codes) of :mod:`.workload`, per reconstruction (mean and standard
