@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Hashable, Iterable, Iterator
 
 import jinja2
 import sqlglot
@@ -69,10 +69,19 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render(name: str, /, **context: Any) -> str:
-    """Render ``sql/<name>`` with ``context`` and parse the result with sqlglot (duckdb)."""
+def render(name: str, /, *, shape: Hashable | None = None, **context: Any) -> str:
+    """Render ``sql/<name>`` with ``context`` and parse the result with sqlglot (duckdb).
+
+    ``shape``: for a loop that renders one template many times, a key of everything that
+    shapes the statement (counts of blocks, sets, columns...) other than identifiers and
+    literals, which ``ident``/``lit`` quote so they cannot change the parse. Only the first
+    rendering of each (template, shape) is parsed; every rendering is still recorded."""
     sql = environment().get_template(name).render(**context).strip()
-    _check_parses(name, sql)
+    if shape is None:
+        _check_parses(name, sql)
+    elif (name, shape) not in _parsed_shapes:
+        _check_parses(name, sql)
+        _parsed_shapes.add((name, shape))
     if _recorders:
         for rec in _recorders:
             rec.append((name, sql))
@@ -80,6 +89,7 @@ def render(name: str, /, **context: Any) -> str:
 
 
 _recorders: list[list[tuple[str, str]]] = []
+_parsed_shapes: set[tuple[str, Hashable]] = set()
 
 
 @contextlib.contextmanager

@@ -167,6 +167,22 @@ def test_discernibility_mode_trace(con, job_file):
                                          "Sex": {"M", "F"}, "Age": {"[1-30)", "[30-60)", "[60-99)"}}
 
 
+def test_discernibility_paper_after_differs_in_order_not_in_result(con, job_file):
+    """dc_score = 'paper_after' maximizes Eq. 4 read literally, Σ|T[qid_v]|² after the split
+    (spec A2, §4.7 note): the least discerning split first. Round 1 picks [1-99) (9² + 2² = 85)
+    over ANY_Sex (65) and ANY_Job (61, the ΔDC winner); the final table is the same (§4.7)."""
+    job = job_file(TOY).with_params(score="discernibility", dc_score="paper_after")
+    state, result = run_pais(con, job)
+    assert [(e.value, e.dc_after) for e in result.rounds[0]] == [("ANY_Job", 61), ("ANY_Sex", 65), ("[1-99)", 85)]
+    assert [(s.value, s.score) for s in result.trace] == [
+        ("[1-99)", 85), ("ANY_Sex", 57), ("ANY_Job", 33), ("[1-60)", 25), ("Blue-collar", 20),
+        ("White-collar", 9), ("Non-Technical", 8)]
+    assert final_cuts(state, result) == {"Job": {"Janitor", "Mover", "Technical", "Professional"},
+                                         "Sex": {"M", "F"}, "Age": {"[1-30)", "[30-60)", "[60-99)"}}
+    assert anon_duck.run(con, job).verified
+    assert published(con, "lkc_toy_release") == expected_rows("pais_L2_K2_C05_expected.csv")
+
+
 # ------------------------------------------------------------------------------------------
 # More parameter settings (spec §4.8), including the K-anonymity comparator (L=|QID|, C=1)
 # ------------------------------------------------------------------------------------------
@@ -237,6 +253,35 @@ def test_dynamic_split_trace_and_release(con, job_file):
     ages = con2.execute('SELECT "Age", "Age__lo", "Age__hi", count(*) FROM lkc_toy_release GROUP BY ALL '
                         'ORDER BY 2').fetchall()
     assert ages == [("[1-63)", 1.0, 63.0, 9), ("[63-99)", 63.0, 99.0, 2)]
+
+
+def test_best_valid_split_replaces_an_invalid_split(con, job_file):
+    """numeric_split = 'best_valid' (spec A5's option): [1-63)'s InfoGain-best split at 58
+    (0.251629, §4.9) is invalid (⟨Blue-collar, [58-63)⟩ = {5}), so it is re-split at the best
+    valid threshold, 34 (0.152007; 44 gives 0.072780); the default drops [1-63) instead."""
+    job = dynamic_job(job_file).with_params(numeric_split="best_valid")
+    state, result = run_pais(con, job)
+    assert [(s.value, s.children) for s in result.trace][:3] == [
+        ("ANY_Job", ("Blue-collar", "White-collar")), ("[1-99)", ("[1-63)", "[63-99)")),
+        ("[1-63)", ("[1-34)", "[34-63)"))]
+    assert result.trace[2].info_gain == pytest.approx(0.152007, abs=1e-6)
+    # [34-63)'s best split (0.521641) is invalid and so is every other: it stays
+    last = [e for r in result.rounds for e in r if e.value == "[34-63)"][-1]
+    assert not last.valid and last.info_gain == pytest.approx(0.521641, abs=1e-6)
+    assert final_cuts(state, result)["Age"] == {"[1-34)", "[34-63)", "[63-99)"}
+    assert [s.value for s in result.trace][3:] == ["Blue-collar", "Non-Technical", "ANY_Sex", "White-collar"]
+    for job in (job, job_file("lkc_grown_toy.toml")):              # the example job file says the same
+        res = anon_duck.run(con, job)
+        assert res.verified and res.facts["cuts"]["Age"] == ["[1-34)", "[34-63)", "[63-99)"]
+
+
+def test_best_valid_split_keeps_a_valid_best_split(con, job_file):
+    """Where the InfoGain-best split is valid, best_valid changes nothing (the root [1-99)
+    at 63 here; K = 6 makes every split of it invalid, so Age stays one interval both ways)."""
+    for params in ({}, {"K": 6}):
+        plain = run_pais(con, dynamic_job(job_file).with_params(**params))[1]
+        best = run_pais(con, dynamic_job(job_file).with_params(numeric_split="best_valid", **params))[1]
+        assert [(s.value, s.children) for s in best.trace][:2] == [(s.value, s.children) for s in plain.trace][:2]
 
 
 def without(job, key: str):

@@ -129,7 +129,7 @@ def scale(*alphas: str) -> None:
         con = duckdb.connect()
         table = blow_up(DuckDBBackend(con), base, alpha)
         rows = alpha * 45_222
-        job = dataclasses.replace(base, dataset=dataclasses.replace(base.dataset, source=Source(table=table)))
+        job = dataclasses.replace(base, dataset=dataclasses.replace(base.dataset, source=Source(table=table[-1])))
         t, cpu = time.perf_counter(), time.process_time()
         res = anon_duck.run(con, job)
         total, cpu = time.perf_counter() - t, time.process_time() - cpu

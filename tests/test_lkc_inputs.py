@@ -37,6 +37,12 @@ def load_table1(con, name: str = "patients") -> None:
     (dict(sensitive_values=["A", "A"]), "a value is listed twice"),
     (dict(root_interval={"Job": [1, 2]}), "method.root_interval.Job: 'Job' is not a numeric QID without a hierarchy"),
     (dict(max_grouping_sets=0), "method.max_grouping_sets = 0: must be >= 1"),
+    (dict(dc_score="after"), "method.dc_score = 'after': must be one of delta, paper_after"),
+    (dict(dc_score="paper_after"), "method.dc_score = 'paper_after' chooses the discernibility score; it needs "
+                                   "method.score = 'discernibility'"),
+    (dict(numeric_split="valid"), "method.numeric_split = 'valid': must be one of infogain, best_valid"),
+    (dict(numeric_split="best_valid"), "method.numeric_split = 'best_valid' applies to numeric QIDs without a "
+                                       "hierarchy (intervals grown at run time), and this job has none"),
     (dict(Kay=3), "unknown key 'Kay' in [method]"),
 ])
 def test_malformed_params(job_file, params, message):

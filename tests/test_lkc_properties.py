@@ -3,8 +3,10 @@
 The oracle is Algorithm 1 written the slow, obvious way: every round it rebuilds every
 candidate's hypothetical table and checks Definition 3.1 on *every* QID subset of size 1..L
 (no active-attribute reduction, no incremental re-check, no cells), grows numeric intervals
-by its own threshold search, scores by Eq. 2 or by ΔDC, and breaks ties as spec §3.4 says. PAIS must take the same specializations in the same
-order; its release must pass the verifier; and at the end no candidate may be valid
+by its own threshold search (or, for ``numeric_split = 'best_valid'``, the best threshold whose
+split keeps the table private, every round), scores by Eq. 2, by ΔDC or by dc_after
+(``dc_score = 'paper_after'``), and breaks ties as spec §3.4 says. PAIS must take the same
+specializations in the same order; its release must pass the verifier; and at the end no candidate may be valid
 (maximality, checked by the oracle's own validity test).
 """
 from __future__ import annotations
@@ -66,9 +68,10 @@ def entropy(counts) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts if c) if n else 0.0
 
 
-def grown_split(rows: list[dict], iv: tuple[int, int]) -> list[tuple[int, int]]:
+def grown_split(rows: list[dict], iv: tuple[int, int], accept=None) -> list[tuple[int, int]]:
     """§3.2.1 / spec §2.6 by brute force: the binary split of [lo, hi) with the largest
-    InfoGain over the observed ages except the smallest (ties: smallest threshold)."""
+    InfoGain over the observed ages except the smallest (ties: smallest threshold); with
+    ``accept``, the best split it accepts (``numeric_split = 'best_valid'``)."""
     inside = [r for r in rows if iv[0] <= r["Age"] < iv[1]]
     ages = sorted({r["Age"] for r in inside})
     best = None
@@ -76,7 +79,8 @@ def grown_split(rows: list[dict], iv: tuple[int, int]) -> list[tuple[int, int]]:
         parts = [[r["Transfuse"] for r in inside if r["Age"] < t], [r["Transfuse"] for r in inside if r["Age"] >= t]]
         gain = entropy(Counter(r["Transfuse"] for r in inside).values()) - sum(
             len(p) / len(inside) * entropy(Counter(p).values()) for p in parts)
-        if best is None or gain > best[0] + 1e-12:
+        split = [(iv[0], t), (t, iv[1])]
+        if (best is None or gain > best[0] + 1e-12) and (accept is None or accept(split)):
             best = (gain, t)
     return [] if best is None else [(iv[0], best[1]), (best[1], iv[1])]
 
@@ -86,15 +90,23 @@ def label(v) -> str:
 
 
 def oracle(rows: list[dict], L: int, K: int, C: Fraction, S: set[str], mode: str,
-           grown: bool = False) -> list[str] | None:
+           grown: bool = False, best_valid: bool = False) -> list[str] | None:
     """Algorithm 1 by brute force; returns the labels of Best in order, None if infeasible.
-    ``grown``: Age is numeric without a taxonomy, its intervals grown from the root [1, 99)."""
+    ``mode``: infogain, discernibility (ΔDC) or paper_after (dc_after maximized).
+    ``grown``: Age is numeric without a taxonomy, its intervals grown from the root [1, 99);
+    ``best_valid``: an interval's split is, every round, the best one valid on the current table."""
     leaf = [{"Job": r["Job"], "Sex": r["Sex"], "Age": AGE_LEAF[r["Age"]]} for r in rows]
     root = {**ROOT, "Age": (1, 99)} if grown else ROOT
     cut = [{a: root[a] for a in QID} for _ in rows]
 
     def kids(attr, v):
-        return grown_split(rows, v) if grown and attr == "Age" else children(attr, v)
+        if not (grown and attr == "Age"):
+            return children(attr, v)
+        if not best_valid:
+            return grown_split(rows, v)
+        return grown_split(rows, v, lambda split: private(
+            [{**rec, "Age": next(c for c in split if c[0] <= rows[i]["Age"] < c[1])} if rec["Age"] == v else rec
+             for i, rec in enumerate(cut)]))
 
     def order(attr, v):
         return v[0] if isinstance(v, tuple) else preorder(attr).index(v)
@@ -138,6 +150,8 @@ def oracle(rows: list[dict], L: int, K: int, C: Fraction, S: set[str], mode: str
             after = specialize(a, x)
             if mode == "discernibility":
                 scores[(a, x)] = dc(cut, a, x) - dc(after, a, x)
+            elif mode == "paper_after":
+                scores[(a, x)] = dc(after, a, x)
             else:
                 split = Counter((after[i][a], rows[i]["Transfuse"]) for i in range(len(rows)) if cut[i][a] == x)
                 total = Counter(rows[i]["Transfuse"] for i in range(len(rows)) if cut[i][a] == x)
@@ -165,11 +179,16 @@ def random_case(seed: int):
     return rows, L, K, C
 
 
-@pytest.mark.parametrize("grown", [False, True])
-@pytest.mark.parametrize("mode", ["infogain", "discernibility"])
+# each option crossed with the other's default: scores × Age (static, grown), plus best_valid
+MODES = [(m, g) for m in ("infogain", "discernibility", "paper_after") for g in (False, True)] + \
+        [("infogain", "best_valid"), ("discernibility", "best_valid")]
+
+
+@pytest.mark.parametrize("mode,grown", MODES)
 @pytest.mark.parametrize("seed", range(6))
 def test_pais_agrees_with_the_brute_force_oracle(con, job_file, seed, mode, grown):
-    rows, L, K, C = random_case(seed * 7 + (mode == "discernibility") + 100 * grown)
+    rows, L, K, C = random_case(seed * 7 + (mode != "infogain") + 3 * (mode == "paper_after") + 100 * bool(grown)
+                                + 1000 * (grown == "best_valid"))
     con.execute('CREATE TABLE t ("ID" INTEGER, "Job" VARCHAR, "Sex" VARCHAR, "Age" INTEGER, '
                 '"Transfuse" VARCHAR, "Surgery" VARCHAR)')
     con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", [tuple(r.values()) for r in rows])
@@ -178,9 +197,10 @@ def test_pais_agrees_with_the_brute_force_oracle(con, job_file, seed, mode, grow
     if grown:
         qis = tuple(dataclasses.replace(q, hierarchy=None) if q.column == "Age" else q for q in job.dataset.qis)
         job = dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, qis=qis)).with_params(
-            root_interval={"Age": [1, 99]})
-    job = job.with_params(L=L, K=K, C=float(C), score=mode)
-    want = oracle(rows, L, K, Fraction(C), {"Transgender"}, mode, grown)
+            root_interval={"Age": [1, 99]}, numeric_split="best_valid" if grown == "best_valid" else "infogain")
+    job = job.with_params(L=L, K=K, C=float(C), score="infogain" if mode == "infogain" else "discernibility",
+                          dc_score="paper_after" if mode == "paper_after" else "delta")
+    want = oracle(rows, L, K, Fraction(C), {"Transgender"}, mode, bool(grown), grown == "best_valid")
     if want is None:
         with pytest.raises(InfeasibleError):
             anon_duck.run(con, job)

@@ -102,3 +102,16 @@ def test_lit_and_fail():
     assert lit("O'Hara") == "'O''Hara'" and lit(3) == "3"
     with pytest.raises(AnonDuckError, match="unsupported cast"):
         render("util/create_table_from_registered.sql.j2", target=("t",), source="s", columns=[("a", "INT; --")])
+
+
+def test_a_shape_key_parses_once_and_still_records(monkeypatch):
+    """``render(shape=...)`` skips re-parsing a statement whose shape it has seen (the LKC
+    loop renders the same grouping sets many times), but every rendering is recorded."""
+    from anon_duck import sqlrender
+    parsed = []
+    monkeypatch.setattr(sqlrender, "_check_parses", lambda name, sql: parsed.append(name))
+    monkeypatch.setattr(sqlrender, "_parsed_shapes", set())
+    with recording() as rec:
+        for shape in ("a", "a", "b", None, None):
+            render("release/exists.sql.j2", shape=shape)
+    assert len(rec) == 5 and len(parsed) == 4      # the second "a" is not parsed again

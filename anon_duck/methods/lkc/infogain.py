@@ -34,28 +34,33 @@ def info_gain(children: np.ndarray) -> float:
     return 0.0 if abs(gain) < ZERO else float(gain)
 
 
-def best_threshold(counts: np.ndarray) -> tuple[int, float] | None:
+def best_threshold(counts: np.ndarray, allowed: np.ndarray | None = None) -> tuple[int, float] | None:
     """The optimal binary split of an interval (§3.2.1, rule of spec §2.6 / A5).
 
     ``counts`` is (n_values, n_classes) for the interval's distinct raw values in increasing
     order (rows with no record allowed). Candidate thresholds are the present values except
-    the smallest; the children are ``[lo, t)`` and ``[t, hi)``. Returns ``(row index of t,
-    InfoGain)`` for the largest gain, ties to the smallest ``t``; ``None`` when fewer than two
-    values are present (the interval is a leaf).
+    the smallest; the children are ``[lo, t)`` and ``[t, hi)``. ``allowed`` (bool per row)
+    restricts the thresholds further (``numeric_split = 'best_valid'``: the valid ones).
+    Returns ``(row index of t, InfoGain)`` for the largest gain, ties to the smallest ``t``;
+    ``None`` when fewer than two values are present (the interval is a leaf) or no threshold
+    is allowed.
     """
     counts = np.asarray(counts, dtype=float)
     present = np.flatnonzero(counts.sum(axis=1) > 0)
-    if present.size < 2:
+    thresholds = present[1:]
+    if allowed is not None:
+        thresholds = thresholds[np.asarray(allowed, dtype=bool)[thresholds]]
+    if thresholds.size == 0:
         return None
     total = counts.sum(axis=0)
     n = total.sum()
-    left = np.cumsum(counts, axis=0)[present[1:] - 1]       # records below each threshold
+    left = np.cumsum(counts, axis=0)[thresholds - 1]        # records below each threshold
     right = total - left
     n_left, n_right = left.sum(axis=1), right.sum(axis=1)
     gains = entropy(total) - (n_left / n) * _entropies(left) - (n_right / n) * _entropies(right)
     best = int(np.argmax(gains >= gains.max() - ZERO))      # the first (smallest t) within ZERO of the max
     gain = float(gains[best])
-    return int(present[1 + best]), (0.0 if abs(gain) < ZERO else gain)
+    return int(thresholds[best]), (0.0 if abs(gain) < ZERO else gain)
 
 
 def _entropies(rows: np.ndarray) -> np.ndarray:

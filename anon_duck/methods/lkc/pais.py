@@ -12,11 +12,12 @@
     8: Output T and ∪Cut_i.
 
 Resolutions of the spec digest (docs/lkc.md lists them): Score is InfoGain alone (Eq. 1,
-A1) or the discernibility reduction ΔDC (A2); an invalid candidate leaves the candidate set
-for good but stays in the cut (A6, anti-monotonicity); zero-gain specializations are
-performed (A12); ties go by attribute position, then taxonomy pre-order (§3.4); the root is
-checked before any work (A9, :func:`.params.check_root`, called by the state builder);
-``L' = min(L, |QID|)`` (A10).
+A1) or the discernibility reduction ΔDC (A2; optionally Eq. 4's literal dc_after); an
+invalid candidate leaves the candidate set for good but stays in the cut (A6,
+anti-monotonicity), except that with ``numeric_split = 'best_valid'`` a grown interval first
+tries its best valid split (A5's option); zero-gain specializations are performed (A12); ties
+go by attribute position, then taxonomy pre-order (§3.4); the root is checked before any work
+(A9, :func:`.params.check_root`, called by the state builder); ``L' = min(L, |QID|)`` (A10).
 
 Validity (line 6) is exact and incremental. Only QID subsets of size ``min(L', |Active|)``
 over the *active* attributes (two or more non-empty cut values) need checking (§4.3.2 and
@@ -88,6 +89,8 @@ def pais(state: State, params: LKCParams, progress: Progress) -> PAISResult:
     if any(live.values()):
         state.count_partitions([a for a in live if live[a]], active)
     _check(state, params, l_eff, active, [(a, live[a], None) for a in live], seen)
+    if params.numeric_split == "best_valid":
+        _resplit(state, params, l_eff, active, live, seen)
     while True:                                                            # line 3
         valid = sorted((a, x) for a, xs in live.items() for x in xs if seen[(a, x)].valid(params.K))
         dc = _discernibility(state, live, active) if params.score == "discernibility" else {}
@@ -111,9 +114,11 @@ def pais(state: State, params: LKCParams, progress: Progress) -> PAISResult:
         whole = params.score == "discernibility"
         todo = [b for b in live if live[b] and (whole or b == a or a in active)]
         if todo:
-            state.count_partitions(todo, active, changed=None if whole else (a, children))
+            state.count_partitions(todo, active, changed=None if whole else (a, best))
         # line 6: new values on all their subsets; the others on subsets containing a
         _check(state, params, l_eff, active, [(a, new, None)] + [(b, live[b], a) for b in todo if b != a], seen)
+        if params.numeric_split == "best_valid":
+            _resplit(state, params, l_eff, active, live, seen)
     return result
 
 
@@ -150,11 +155,36 @@ def _check(state: State, params: LKCParams, l_eff: int, active: set[int],
                 seen[(a, x)] = seen[(a, x)].merge(got[(a, x)]) if (a, x) in seen else got[(a, x)]
 
 
+def _resplit(state: State, params: LKCParams, l_eff: int, active: set[int], live: dict[int, set[int]],
+             seen: dict[tuple[int, int], Validity]) -> None:
+    """``numeric_split = 'best_valid'`` (spec A5's option): a grown interval whose split is
+    invalid gets the InfoGain-best split that is valid now, if there is one, instead of
+    leaving the candidate set. A split only loses validity as the table gets more specific
+    (anti-monotonicity), so the split kept while it is valid is always the best valid one.
+    A re-split interval is re-checked on all of ``T[x]``; in Case 2 the partition counts are
+    then redone on all records, since ΔDC reads them."""
+    redo = [(a, x) for a in sorted(live) for x in sorted(live[a])
+            if state.taxonomies[a].dynamic and not seen[(a, x)].valid(params.K)]
+    changed = False
+    for a, x in redo:
+        if not state.taxonomies[a].resplit(x, state.valid_thresholds(a, x, subsets(l_eff, active, a), params)):
+            continue                                                       # no valid split: dropped (A6)
+        state.repoint(a, x)
+        state.count_partitions([a], active, changed=(a, x))
+        del seen[(a, x)]
+        _check(state, params, l_eff, active, [(a, {x}, None)], seen)
+        changed = True
+    if changed and params.score == "discernibility":
+        state.count_partitions([b for b in live if live[b]], active)
+
+
 def _score(state: State, params: LKCParams, a: int, x: int, dc: dict) -> float:
-    """Eq. 1 (InfoGain) or, in Case 2, the discernibility reduction ΔDC (spec A2)."""
+    """Eq. 1 (InfoGain) or, in Case 2, the discernibility reduction ΔDC (spec A2); with
+    ``dc_score = 'paper_after'`` Eq. 4 read literally: ``Σ |T[qid_v]|²`` over the groups
+    after the split, maximized (it favours the least discerning split, spec A2)."""
     if params.score == "discernibility":
         before, after = dc[(a, x)]
-        return float(before - after)
+        return float(after if params.dc_score == "paper_after" else before - after)
     return state.taxonomies[a].info_gain(x)
 
 

@@ -16,6 +16,8 @@ from ...job import Job
 from ..base import Param, parse_params
 
 SCORES = ("infogain", "discernibility")
+DC_SCORES = ("delta", "paper_after")
+NUMERIC_SPLITS = ("infogain", "best_valid")
 
 PARAMS = (
     Param("L", int, lo=1, doc="most QID values an adversary knows (Definition 3.1)"),
@@ -25,6 +27,12 @@ PARAMS = (
           doc="S: the protected values of input.sensitive; all of its values when omitted (spec A8)"),
     Param("score", str, default="infogain", choices=SCORES,
           doc="infogain (Case 1, Eq. 1-3) or discernibility (Case 2, ΔDC as spec §2.7 resolves Eq. 4)"),
+    Param("dc_score", str, default="delta", choices=DC_SCORES,
+          doc="score = 'discernibility' only: maximize the reduction dc_before - dc_after (delta, spec A2) "
+              "or the paper-literal Σ|T[qid_v]|² after the split (paper_after)"),
+    Param("numeric_split", str, default="infogain", choices=NUMERIC_SPLITS,
+          doc="numeric QIs without a hierarchy: the InfoGain-optimal split, fixed when the interval enters "
+              "the cut (infogain, spec A5), or the InfoGain-best split that is still valid (best_valid)"),
     Param("root_interval", dict, default=None,
           doc="numeric QIs without a hierarchy: {column = [lo, hi]}, the root interval [lo, hi) (§2.6)"),
     Param("max_grouping_sets", int, default=256, lo=1,
@@ -46,6 +54,8 @@ class LKCParams:
     C: float
     sensitive_values: tuple[str, ...] | None
     score: str
+    dc_score: str
+    numeric_split: str
     root_interval: tuple[tuple[str, float, float], ...]
     max_grouping_sets: int
 
@@ -82,6 +92,12 @@ def check(job: Job) -> LKCParams:
         values = tuple(values)
     if raw["score"] == "infogain" and ds.class_ is None:
         raise JobError("method.score = 'infogain' (Case 1, classification) needs input.class")
+    if raw["dc_score"] != "delta" and raw["score"] != "discernibility":
+        raise JobError(f"method.dc_score = {raw['dc_score']!r} chooses the discernibility score; it needs "
+                       "method.score = 'discernibility'")
+    if raw["numeric_split"] != "infogain" and not any(q.kind == "numeric" and q.hierarchy is None for q in ds.qis):
+        raise JobError(f"method.numeric_split = {raw['numeric_split']!r} applies to numeric QIDs without a "
+                       "hierarchy (intervals grown at run time), and this job has none")
     roots = _root_intervals(raw["root_interval"], job)
     for i, q in enumerate(ds.qis):
         if q.hierarchy is None and q.kind != "numeric":
@@ -90,7 +106,8 @@ def check(job: Job) -> LKCParams:
         if q.hierarchy is None and ds.class_ is None:
             raise JobError(f"input.qi[{i}] ({q.column!r}): a numeric QID without a hierarchy is split by "
                            "information gain on the class (§3.2.1), so it needs input.class (spec A19)")
-    return LKCParams(raw["L"], raw["K"], raw["C"], values, raw["score"], roots, raw["max_grouping_sets"])
+    return LKCParams(raw["L"], raw["K"], raw["C"], values, raw["score"], raw["dc_score"], raw["numeric_split"], roots,
+                     raw["max_grouping_sets"])
 
 
 def _root_intervals(spec: Any, job: Job) -> tuple[tuple[str, float, float], ...]:

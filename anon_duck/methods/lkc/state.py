@@ -1,7 +1,7 @@
 """The PAIS working state in SQL: the TIPS of §4.2 of seed 003 as one scratch table.
 
-``_ad_lkc_state(q<i>_raw, q<i>_cut, q<i>_nxt, cls, sens, cnt)`` holds cells of identical raw
-QID codes, class and sensitive code (spec §7.2, cells instead of records). Python keeps the
+``_ad_lkc_state(q<i>_raw, q<i>_cut, q<i>_nxt, sens, cnt)`` holds cells of identical raw QID
+codes and sensitive code (spec §7.2, cells instead of records). Python keeps the
 taxonomies and the loop; every set-based step is one templated statement and only aggregates
 come back: building the cells, one scan per iteration that counts the records of ``T[Best]``
 per path partition and next value (``_ad_lkc_parts``), the validity of every candidate from
@@ -24,8 +24,7 @@ from ...sqlrender import render
 from .params import LKCParams, check_root
 from .taxonomy import Taxonomy
 
-STATE, PARTS, CODES, STEP = (scratch("lkc_state"), scratch("lkc_parts"), scratch("lkc_codes"),
-                             scratch("lkc_step"))
+STATE, PARTS, CODES = scratch("lkc_state"), scratch("lkc_parts"), scratch("lkc_codes")
 
 
 def cut_col(i: int) -> str:
@@ -72,7 +71,8 @@ class State:
     # -- Algorithm 1 lines 1-2 -------------------------------------------------------------
     @classmethod
     def build(cls, backend: Backend, job: Job, inputs: Inputs, params: LKCParams) -> "State":
-        """Encode every QID, the class and S; collapse the records into cells at the root."""
+        """Encode every QID and S; collapse the records into cells at the root. The class
+        enters through the (value x class) histograms only (InfoGain)."""
         ds = job.dataset
         sens_counts = _values(backend, inputs, ds.sensitive) if ds.sensitive else {}
         s_set = params.sensitive_values if params.sensitive_values is not None else tuple(sens_counts)
@@ -90,7 +90,7 @@ class State:
             "lkc/value_class_counts.sql.j2", relation=inputs.person, qis=[q.column for q in ds.qis],
             class_column=ds.class_))
         attr, value, raw = [], [], []
-        nxt_lists: dict[str, list[int]] = {}
+        runs: list[list[dict]] = []
         for t in taxonomies:
             mine = h["attr"].astype(np.int64) == t.attr
             index = {v: i for i, v in enumerate(t.values)}
@@ -102,25 +102,25 @@ class State:
                          len(class_of))
             t.expand(t.root)                                   # a grown root gets its split now
             every = np.arange(len(t.values), dtype=np.int64)
-            nxt_lists[f"nxt_{t.attr}"] = [int(v) for v in t.child_of(t.root, every)]
+            runs.append(_runs(every, t.child_of(t.root, every)))
             if not t.dynamic:                                  # grown QIDs are ranked in SQL
                 attr += [t.attr] * len(t.values)
                 value += t.values
                 raw += list(every)
         n_sens = len(sens_values)
-        attr += [-1] * len(classes) + [-2] * n_sens
-        value += classes + sens_values
-        raw += list(range(len(classes))) + [s_set.index(v) + 1 if v in s_set else 0 for v in sens_values]
+        attr += [-2] * n_sens
+        value += sens_values
+        raw += [s_set.index(v) + 1 if v in s_set else 0 for v in sens_values]
         backend.write_table(CODES, {"attr": np.array(attr, dtype=np.int32), "value": np.array(value, dtype=object),
                                     "raw": np.array(raw, dtype=np.int32)})
         backend.run("lkc: working state (TIPS at the root)", render(
             "lkc/state.sql.j2", target=STATE, relation=inputs.person, codes=CODES,
-            qis=[{"column": t.column, "ranked": t.dynamic} for t in taxonomies], class_column=ds.class_,
-            sensitive_column=ds.sensitive), nxt_lists)
+            qis=[{"column": t.column, "ranked": t.dynamic, "runs": r} for t, r in zip(taxonomies, runs)],
+            sensitive_column=ds.sensitive))
         state = cls(backend, taxonomies, classes, s_set, inputs.n_rows)
         lost = inputs.n_rows - int(state.sensitive_counts().sum())
         if lost:
-            raise InputError(f"{lost} record(s) have a class or sensitive value that could not be encoded")
+            raise InputError(f"{lost} record(s) have a QID or sensitive value that could not be encoded")
         return state
 
     # -- queries -----------------------------------------------------------------------------
@@ -132,17 +132,20 @@ class State:
         return out
 
     def count_partitions(self, attrs: Sequence[int], active: set[int],
-                         changed: tuple[int, Sequence[int]] | None = None) -> None:
-        """Line 6's one scan: the records of ``T[Best]`` (``changed = (B, child(Best))``; all
-        records when None) summed per (active cuts, b's cut, b's next value, sensitive code)
-        for every attribute ``b`` in ``attrs``, into the small ``_ad_lkc_parts`` table."""
+                         changed: tuple[int, int] | None = None) -> None:
+        """Line 6's one scan: the records of ``T[Best]`` (``changed = (B, Best)``; all records
+        when None) summed per (active cuts, b's cut, b's next value, sensitive code) for every
+        attribute ``b`` in ``attrs``, into the small ``_ad_lkc_parts`` table. ``T[Best]`` is
+        the range of raw codes Best covers, a bound filter."""
         sets = [{"attr": b, "cut": cut_col(b), "nxt": nxt_col(b), "group_by": [cut_col(j) for j in sorted(active | {b})]}
                 for b in attrs]
         self.parts_attrs = sorted({j for s in sets for j in active | {s["attr"]}})
+        where = None if changed is None else self.taxonomies[changed[0]].nodes[changed[1]]
+        shape = (tuple(len(s["group_by"]) for s in sets), changed is None)
         self.backend.run("lkc: partition counts (one scan)", render(
-            "lkc/partition_counts.sql.j2", target=PARTS, state=STATE, sets=sets,
-            changed=None if changed is None else cut_col(changed[0]),
-            changed_values=[] if changed is None else [int(x) for x in changed[1]]))
+            "lkc/partition_counts.sql.j2", shape=shape, target=PARTS, state=STATE, sets=sets,
+            changed=None if changed is None else raw_col(changed[0])),
+            None if where is None else {"lo": where.r0, "hi": where.r1})
 
     def validity(self, requests: Sequence[tuple[int, Sequence[Sequence[int]]]],
                  params: LKCParams) -> dict[tuple[int, int], Validity]:
@@ -157,8 +160,9 @@ class State:
                   for a, others in requests for i in range(0, len(others), params.max_grouping_sets)]
         out: dict[tuple[int, int], Validity] = {}
         for chunk in _chunks(blocks, params.max_grouping_sets):
+            shape = (len(self.sensitive), tuple(tuple(len(s) for s in b["sets"]) for b in chunk))
             r = self.backend.fetch(f"lkc: validity ({sum(len(b['sets']) for b in chunk)} grouping sets)", render(
-                "lkc/candidate_validity.sql.j2", parts=PARTS, blocks=chunk, n_sens=len(self.sensitive)),
+                "lkc/candidate_validity.sql.j2", shape=shape, parts=PARTS, blocks=chunk, n_sens=len(self.sensitive)),
                 {"c_num": frac.numerator, "c_den": frac.denominator})
             for a, x, n, conf, excess in zip(r["attr"], r["candidate"], r["min_n"], r["max_conf"], r["max_excess"]):
                 key, v = (int(a), int(x)), Validity(int(n), float(conf), float(excess))
@@ -175,10 +179,45 @@ class State:
         """Refine ``T[Best]``: its records move to ``child(Best)`` (one UPDATE, §4.2)."""
         t = self.taxonomies[attr]
         raw, nxt = t.refinement(best)
-        self.backend.write_table(STEP, {"raw": raw, "nxt": nxt})
         self.backend.run(f"lkc: perform {t.nodes[best].label} on {t.column}", render(
-            "lkc/perform.sql.j2", state=STATE, step=STEP, cut=cut_col(attr), nxt=nxt_col(attr),
-            raw=raw_col(attr)), {"best": int(best)})
+            "lkc/perform.sql.j2", state=STATE, cut=cut_col(attr), nxt=nxt_col(attr), raw=raw_col(attr),
+            runs=_runs(raw, nxt), move=True), {"best": int(best)})
+
+    # -- numeric_split = 'best_valid' ----------------------------------------------------------
+    def valid_thresholds(self, attr: int, x: int, others: Sequence[Sequence[int]], params: LKCParams) -> np.ndarray:
+        """Which thresholds would split the grown interval ``x`` validly now: bool per raw
+        code of ``x``'s range (True = no group of ``T[x]`` over the subsets ``{A} ∪ Q``, ``Q``
+        in ``others``, breaks Definition 3.1 when split there). One statement per chunk of
+        ``params.max_grouping_sets`` subsets."""
+        node = self.taxonomies[attr].nodes[x]
+        frac = params.c_fraction
+        bad = np.zeros(node.r1 - node.r0 + 1, dtype=np.int64)        # +1 / -1 at the ends of invalid ranges
+        sets = [[cut_col(j) for j in q] for q in others]
+        for i in range(0, len(sets), params.max_grouping_sets):
+            chunk = sets[i:i + params.max_grouping_sets]
+            r = self.backend.fetch(f"lkc: split validity of {node.label}", render(
+                "lkc/split_validity.sql.j2", state=STATE, raw=raw_col(attr), sets=chunk, n_sens=len(self.sensitive)),
+                {"lo": node.r0, "hi": node.r1, "K": params.K, "c_num": frac.numerator, "c_den": frac.denominator})
+            np.add.at(bad, r["lo_raw"].astype(np.int64) + 1 - node.r0, 1)       # t in (lo_raw, hi_raw]
+            np.add.at(bad, r["hi_raw"].astype(np.int64) + 1 - node.r0, -1)
+        return np.cumsum(bad)[:-1] == 0
+
+    def repoint(self, attr: int, x: int) -> None:
+        """After :meth:`Taxonomy.resplit`: the records of ``T[x]`` get ``x``'s new children as
+        their next value (they stay at ``x``)."""
+        t = self.taxonomies[attr]
+        raw = np.arange(t.nodes[x].r0, t.nodes[x].r1, dtype=np.int64)
+        self.backend.run(f"lkc: re-split {t.nodes[x].label} on {t.column}", render(
+            "lkc/perform.sql.j2", state=STATE, cut=cut_col(attr), nxt=nxt_col(attr), raw=raw_col(attr),
+            runs=_runs(raw, t.child_of(x, raw)), move=False), {"best": int(x)})
+
+
+def _runs(raw: np.ndarray, nxt: np.ndarray) -> list[dict]:
+    """``nxt`` over consecutive raw codes as runs of equal values: ``{"below": first raw code
+    after the run (None for the last), "nxt": value (None for no child)}``."""
+    starts = np.flatnonzero(np.diff(nxt)) + 1
+    return [{"below": int(raw[e]) if e < len(raw) else None, "nxt": None if nxt[s] < 0 else int(nxt[s])}
+            for s, e in zip(np.r_[0, starts], np.r_[starts, len(raw)])]
 
 
 def _chunks(blocks: list[dict], max_sets: int) -> list[list[dict]]:

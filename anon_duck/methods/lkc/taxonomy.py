@@ -127,14 +127,31 @@ class Taxonomy:
 
     def expand(self, x: int) -> None:
         """Make ``child(x)`` known. For a grown interval this is the optimal binary split,
-        fixed once (spec A5: not re-optimized for validity)."""
+        fixed once (spec A5) unless :meth:`resplit` replaces it (``best_valid``)."""
         n = self.nodes[x]
         if n.expanded:
             return
         n.expanded = True
-        split = best_threshold(self.counts[n.r0:n.r1])
+        self._split(x, best_threshold(self.counts[n.r0:n.r1]))
+
+    def resplit(self, x: int, allowed: np.ndarray) -> bool:
+        """``numeric_split = 'best_valid'``: give the grown interval ``x`` (in the cut, not yet
+        specialized) the InfoGain-best split among the thresholds ``allowed`` (bool per raw
+        code in ``x``'s range). False, and the split unchanged, when none is allowed. The old
+        children were never in a cut; they stay in the node list, unreferenced."""
+        n = self.nodes[x]
+        split = best_threshold(self.counts[n.r0:n.r1], allowed)
+        if split is None:
+            return False
+        n.children = []
+        self._split(x, split)
+        return True
+
+    def _split(self, x: int, split: tuple[int, float] | None) -> None:
+        """Children ``[lo, t)`` and ``[t, hi)`` of interval ``x`` at row ``t`` of its range."""
         if split is None:
             return
+        n = self.nodes[x]
         t, n.gain = split
         cut = float(self.numbers[n.r0 + t])
         for r0, r1, lo, hi in ((n.r0, n.r0 + t, n.lo, cut), (n.r0 + t, n.r1, cut, n.hi)):
