@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 import duckdb
 
@@ -29,9 +30,10 @@ DEMO_JOBS = [
 ]
 
 
-def run_demo(*, out=sys.stdout) -> int:
+def run_demo(*, out: TextIO | None = None) -> int:
     """Run each demo job in a fresh in-memory database; exit 1 if any job failed or any
     release failed to verify (a missing demo job is a failure, not a skip)."""
+    out = out or sys.stdout      # looked up per call: a default bound at import misses redirection
     rows = []
     ok = True
     for method, file in DEMO_JOBS:
