@@ -9,7 +9,6 @@ import csv
 import dataclasses
 from fractions import Fraction
 
-import duckdb
 import numpy as np
 import pytest
 
@@ -220,22 +219,3 @@ def test_rmr_approximation_ignores_constraints(con, toy):
     assert result.verified and [c.name for c in result.checks] == ["artuc_structure", "kkm_anonymity"]
     assert "approximation" in result.facts["variant"]
     assert "approximation" in anon_duck.report(con, job)["note"]
-
-
-def test_ehrd_like_generator_shape(tmp_path):
-    """fixtures/000/ehrd_like.py (Table 5 shape): seeded, real ICD-9 leaves, mean ~16.2 and
-    max 185 codes per record; the same seed gives the same data."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("ehrd_like", FIXTURES / "000" / "ehrd_like.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    persons, codes = mod.generate(tmp_path / "a", n=3000, seed=5)
-    con = duckdb.connect()
-    n, mean, top, distinct = con.execute(
-        "SELECT count(DISTINCT pid), count(*) / count(DISTINCT pid), max(n), count(DISTINCT code) FROM "
-        "(SELECT pid, code, count(*) OVER (PARTITION BY pid) AS n FROM read_parquet(?))", [str(codes)]).fetchone()
-    assert n == 3000 and 15.0 < mean < 17.5 and top == 185 and distinct <= 13_963
-    assert con.execute("SELECT count(*), min(age), max(age) FROM read_parquet(?)", [str(persons)]).fetchone()[0] == 3000
-    _, again = mod.generate(tmp_path / "b", n=3000, seed=5)
-    assert con.execute("SELECT count(*) FROM (SELECT * FROM read_parquet(?) EXCEPT SELECT * FROM read_parquet(?))",
-                       [str(codes), str(again)]).fetchone()[0] == 0

@@ -89,3 +89,44 @@ def test_output_is_km_anonymous_and_blocks_respected(seed):
     for r, toks, sup in zip(records, res.record_tokens, res.record_suppressed):
         assert sup == sum(1 for c in r if c not in kept)
         assert all(any(c in r for c in res.tokens[t]) for t in toks)   # a token comes from the record's codes
+
+
+def _random_cluster(rng, n_codes: int, n_records: int, n_blocks: int):
+    block = rng.integers(0, n_blocks, n_codes)
+    weight = 1.0 / np.arange(1, n_codes + 1) ** 1.2
+    records = [sorted(rng.choice(n_codes, size=int(rng.integers(0, min(n_codes, 12) + 1)), replace=False,
+                                 p=weight / weight.sum()).tolist()) for _ in range(n_records)]
+    return records, block
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_vector_paths_make_the_same_decisions(seed, monkeypatch):
+    """Small clusters run Step 2 and Step 6 in Python, large ones with numpy (chunked Q tests,
+    vector partner scores); forcing every numpy path gives the very same C' and s."""
+    from anon_duck.methods import gendiag as module
+    rng = np.random.default_rng(100 + seed)
+    records, block = _random_cluster(rng, int(rng.integers(20, 90)), int(rng.integers(10, 150)), int(rng.integers(1, 4)))
+    k, m = int(rng.integers(2, 8)), int(rng.integers(1, 4))
+    python_paths = gendiag(records, block, k, m)
+    monkeypatch.setattr(module, "_SMALL_Q", 0)
+    monkeypatch.setattr(module, "_VECTOR_MIN", 1)
+    monkeypatch.setattr(module, "_CHUNK", 4)
+    assert gendiag(records, block, k, m) == python_paths
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_certain_suppressions_bound_ul(seed):
+    """The floor that lets Step 20 skip partners never exceeds the suppressed occurrences."""
+    from collections import Counter
+
+    from anon_duck.methods.gendiag import certain_suppressions
+    rng = np.random.default_rng(200 + seed)
+    records, block = _random_cluster(rng, int(rng.integers(5, 40)), int(rng.integers(3, 40)), int(rng.integers(2, 12)))
+    k = int(rng.integers(2, 6))
+    res = gendiag(records, block, k, 2)
+    floor = certain_suppressions(Counter(c for r in records for c in r), block, k)
+    assert floor <= sum(res.record_suppressed) <= res.ul() + 1e-9
+    lonely = [c for c in {c for r in records for c in r}
+              if sum(block[x] == block[c] for x in {x for r in records for x in r}) == 1
+              and sum(c in r for r in records) < k]
+    assert set(lonely) <= set(res.suppressed)

@@ -28,12 +28,17 @@ PLAN: tuple[Step, ...] = (
     Step("verifiers_more", "More verifiers (k^m, LKC, 10M rows under 2 GB)",
          ("verify_km", "verify_lkc", "verify_k_10m_2gb")),
     Step("k_anonymizers", "Full-domain vs anonypy's Mondrian on Adult", ("fulldomain_adult", "anonypy_mondrian_adult")),
-    Step("methods", "The five methods at the sizes their issues name",
-         ("artuc_informs", "disassociation_bms", "counterfeit_adult", "lkc_adult", "longitudinal_d50"), reps=3),
+    Step("methods", "Methods end to end at the sizes their issues name (longitudinal: its curve's last point)",
+         ("artuc_informs", "disassociation_bms", "counterfeit_adult_run", "lkc_adult"), reps=3),
     Step("counterfeit_x40", "Counterfeit lattice search on Adult ×40", ("counterfeit_adult",), scale=40, reps=3),
     Step("lkc_curve", "LKC scaling curve", ("lkc_adult",), curve=(0.2, 0.4, 0.6, 0.8, 1.0)),
     Step("dis_curve", "Disassociation scaling curve", ("disassociation_bms",), curve=(1, 2, 4, 8)),
     Step("long_curve", "Longitudinal scaling curve", ("longitudinal_d50",), curve=(0.125, 0.25, 0.5, 1.0)),
+    # EHRD-like at full size takes ~25 min here (docs/artuc.md, Speed): the suite runs its
+    # growth up to 25K records; `anon-duck bench artuc_ehrd --reps 1` runs the full size.
+    Step("artuc_ehrd_curve", "ArtUC on EHRD-like data (k = 10, m = 2), 6K…25K records", ("artuc_ehrd",),
+         curve=(0.03, 0.06, 0.12)),
+    Step("artuc_curve", "ArtUC on INFORMS-like data ×1, ×2", ("artuc_informs_like",), curve=(1, 2)),
     Step("cf_curve", "Counterfeit lattice search scaling curve (Adult ×1…×40)", ("counterfeit_adult",),
          curve=(1, 2, 4, 8, 40)),
 )

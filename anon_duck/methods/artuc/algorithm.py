@@ -10,13 +10,14 @@ loop stops at the first C_UL without a partner unless ``exhaustive_merge``.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ...errors import InfeasibleError
-from ..gendiag import GenDiagResult, gendiag
+from ..gendiag import GenDiagResult, certain_suppressions, gendiag
 from .generalize import Demographics
 
 Progress = Callable[[str, int, int], None]
@@ -73,6 +74,7 @@ class ArtUC:
         self.progress = progress or (lambda phase, done, total: None)
         self._next_id = 0
         self._gendiag_cache: dict[int, GenDiagResult] = {}
+        self._support_cache: dict[int, Counter] = {}          # cluster id -> code -> records holding it
         self.trace: list[str] = []
 
     # ---------------------------------------------------------------- Steps 1-2
@@ -96,9 +98,12 @@ class ArtUC:
             pool = _TuplePool(self.demo, g)
             while pool.n_left >= self.k:                          # Step 5 (A1: >= k)
                 c = self._singleton(pool.take_first())            # Step 6 (A2: smallest record)
+                cost = None
                 while c.size < self.k:                            # Step 7
-                    cost = self._ncp_with_values(c, pool.values)  # Step 8, once per distinct QI tuple
-                    self._add_record(c, pool.take_best(cost))     # Step 9 (ties: smallest record)
+                    if cost is None:                              # Step 8, once per distinct QI tuple
+                        cost = self._ncp_with_values(c, pool.values)
+                    if self._add_record(c, pool.take_best(cost)):  # Step 9 (ties: smallest record)
+                        cost = None     # gen(C) changed; else Step 8's costs are the same again
                 own.append(c)                                     # Step 10
             remaining = pool.left()
             for r in remaining:                                   # Steps 11-14
@@ -116,16 +121,14 @@ class ArtUC:
     # ---------------------------------------------------------------- Steps 17-22
     def identical_merge(self, clusters: list[Cluster]) -> list[Cluster]:
         """Step 17: merge clusters with the same generalized values (they share a box, A5)."""
-        by_key: dict[tuple, Cluster] = {}
+        at: dict[tuple, int] = {}           # generalized values -> position in out
         out: list[Cluster] = []
         for c in clusters:
             key = (c.box, tuple(c.lo), tuple(c.hi), tuple(c.node))
-            if key in by_key:
-                merged = self._union(by_key[key], c)
-                out[out.index(by_key[key])] = merged
-                by_key[key] = merged
+            if key in at:
+                out[at[key]] = self._union(out[at[key]], c)
             else:
-                by_key[key] = c
+                at[key] = len(out)
                 out.append(c)
         return out
 
@@ -159,11 +162,18 @@ class ArtUC:
                     ok = ok[np.argsort(new_sum[ok], kind="stable")[: self.merge_candidates]]
                 if self.partner_rule == "ncp" and ok.size:
                     ok = ok[np.lexsort((table.cid[rows[ok]], new_sum[ok]))[:1]]
-                for j in sorted(ok, key=lambda j: table.cid[rows[j]]):                    # Step 20 (a)
-                    partner = live[int(table.cid[rows[j]])]
+                # Step 20 (a): minimum UL(GenDiag(C_UL ∪ C')), ties to the smallest cluster id.
+                # Partners go in order of a floor of that UL; once the floor exceeds the best UL
+                # found, no later partner can win, so GenDiag is not run on them.
+                scored = sorted((self._ul_floor(c_ul, live[int(table.cid[rows[j]])]), int(table.cid[rows[j]]), j)
+                                for j in ok)
+                for floor, pid, j in scored:
+                    if best is not None and floor > best[0]:
+                        break
+                    partner = live[pid]
                     res = self._gendiag(np.concatenate([c_ul.members, partner.members]))
                     ul = res.ul()
-                    if best is None or ul < best[0]:
+                    if best is None or (ul, pid) < (best[0], best[1].cid):
                         best = (ul, partner, res, float(new_sum[j]))
             if best is None:                                                               # Step 22 (A6)
                 if not self.exhaustive_merge:
@@ -182,6 +192,15 @@ class ArtUC:
             merges += 1
             self.trace.append(f"merge {c_ul.cid}+{partner.cid} -> {merged.cid} (UL {ul:.6g})")
         return list(live.values()), merges
+
+    def _ul_floor(self, a: Cluster, b: Cluster) -> int:
+        """A lower bound of UL(GenDiag(a ∪ b)) (:func:`certain_suppressions`)."""
+        return certain_suppressions(self._code_support(a) + self._code_support(b), self.block, self.k)
+
+    def _code_support(self, c: Cluster) -> Counter:
+        if c.cid not in self._support_cache:
+            self._support_cache[c.cid] = Counter(x for r in c.members for x in self.codes[r].tolist())
+        return self._support_cache[c.cid]
 
     def _heap_key(self, c: Cluster) -> tuple:
         return (self._ul(c), c.size, int(c.members[0]), c.cid)
@@ -285,8 +304,10 @@ class ArtUC:
                 cost += q.weight * d.trees[q.i].ncp_of_lca_with(c.node[q.i])[v]
         return cost
 
-    def _add_record(self, c: Cluster, r: int) -> None:
+    def _add_record(self, c: Cluster, r: int) -> bool:
+        """Add record r to C; returns whether gen(C) (Definition 2) changed."""
         d = self.demo
+        before = (list(c.lo), list(c.hi), list(c.node))
         for q in d.qis:
             v = d.values[q.i][r]
             if q.numeric:
@@ -294,7 +315,10 @@ class ArtUC:
             else:
                 c.node[q.i] = int(d.trees[q.i].lca(np.int32(v), c.node[q.i]))
         c.members = np.sort(np.append(c.members, r))
-        c.ncp_rec = self._ncp_state(c.lo, c.hi, c.node)
+        changed = before != (c.lo, c.hi, c.node)
+        if changed:
+            c.ncp_rec = self._ncp_state(c.lo, c.hi, c.node)
+        return changed
 
     def _union(self, a: Cluster, b: Cluster) -> Cluster:
         d = self.demo

@@ -50,9 +50,10 @@ def load_problem(backend: Backend, job: Job, inputs: Inputs, qis: list[QIInfo]) 
         values.append(col.astype(float) if q.numeric else trees[q.i].index(col.astype(object)))
     n = rec["pos"].size
     assert inputs.codes is not None
-    cod = backend.fetch("artuc: record codes", render("artuc/record_codes.sql.j2", records=RECORDS,
-                                                      codes=inputs.codes, blocks=BLOCKS))
-    labels, code_ids = np.unique(cod["code"].astype(object), return_inverse=True)
+    join = {"records": RECORDS, "codes": inputs.codes, "blocks": BLOCKS}
+    cod = backend.fetch("artuc: record codes", render("artuc/record_codes.sql.j2", **join))
+    labels = backend.fetch("artuc: code labels", render("artuc/code_labels.sql.j2", **join))["code"].astype(object)
+    code_ids = cod["code_id"].astype(np.int64)
     block = np.zeros(labels.size, dtype=np.int64)
     block[code_ids] = cod["block"]
     bounds = np.searchsorted(cod["pos"], np.arange(n + 1))
