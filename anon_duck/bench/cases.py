@@ -323,10 +323,10 @@ def artuc_ehrd(scale: float) -> dict[str, Any]:
     """ArtUC on EHRD-like data (seed 000 Table 5 shape: 208,387 × scale records, Age + Gender,
     13,963 ICD-9 leaves, mean 16.21 codes; ``anon_duck.bench.generators.ehrd_like``) with UC1
     (12-year Age bands, Gender All, ICD-9 chapters), k = 10, m = 2, δ = 0.04, Step 20 scoring
-    the 4 partners of least NCP increase (spec §3.3 [rec]), ε lifted so S is reported. Below
-    scale 0.1 (``--quick``), 1,000 records."""
+    the 4 partners of least NCP increase (spec §3.3 [rec]), ε lifted so S is reported. At
+    scale 0.01 and below (``--quick``), 1,000 records."""
     from .artuc import ehrd_job
-    return _artuc_figures(_run_job(ehrd_job(round(208_387 * scale) if scale >= 0.1 else 1_000)))
+    return _artuc_figures(_run_job(ehrd_job(round(208_387 * scale) if scale > 0.01 else 1_000)))
 
 
 @case("artuc_informs_like")
