@@ -5,12 +5,13 @@ Codes are ids ranked like their labels; blocks are Table 4's code sets (u2 fixed
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from anon_duck.methods.gendiag import gendiag
+from anon_duck.methods.gendiag import GenDiagResult, gendiag
 
 LABELS = ["053.20", "053.71", "458.1", "458.21", "493.2", "494.1"]
 BLOCK = [0, 0, 1, 1, 2, 3]            # {053.20, 053.71}, {458.1, 458.21}, {493.2}, {494.1}
@@ -100,18 +101,76 @@ def _random_cluster(rng, n_codes: int, n_records: int, n_blocks: int):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_vector_paths_make_the_same_decisions(seed, monkeypatch):
-    """Small clusters run Step 2 and Step 6 in Python, large ones with numpy (chunked Q tests,
-    vector partner scores); forcing every numpy path gives the very same C' and s."""
+def test_numpy_q_makes_the_same_decisions(seed, monkeypatch):
+    """Small clusters count Q (Step 2) in Python, large ones with numpy; forcing numpy gives
+    the very same C' and s."""
     from anon_duck.methods import gendiag as module
     rng = np.random.default_rng(100 + seed)
     records, block = _random_cluster(rng, int(rng.integers(20, 90)), int(rng.integers(10, 150)), int(rng.integers(1, 4)))
     k, m = int(rng.integers(2, 8)), int(rng.integers(1, 4))
-    python_paths = gendiag(records, block, k, m)
+    python_q = gendiag(records, block, k, m)
     monkeypatch.setattr(module, "_SMALL_Q", 0)
-    monkeypatch.setattr(module, "_VECTOR_MIN", 1)
-    monkeypatch.setattr(module, "_CHUNK", 4)
-    assert gendiag(records, block, k, m) == python_paths
+    assert gendiag(records, block, k, m) == python_q
+
+
+def _oracle(records: list[list[int]], block, k: int, m: int) -> GenDiagResult:
+    """GenDiag read straight from Appendix A and the digest's resolutions (A18-A20), with
+    tokens as sorted code tuples and record sets, every pair scored: the reference for the
+    compiled kernel."""
+    holders = {(c,): frozenset(i for i, r in enumerate(records) if c in r) for r in records for c in r}
+    rep = {c: (c,) for (c,) in holders}
+    tokens = dict(holders)                                   # present token -> records holding it
+    counts = Counter(p for r in records for z in range(1, m + 1) for p in itertools.combinations(sorted(r), z))
+    queue = sorted((p for p, n in counts.items() if n < k), key=lambda p: (-counts[p], len(p), p))   # A18
+
+    def sup(p, recs=tokens):
+        return len(frozenset(range(len(records))).intersection(*(recs[t] for t in p)))
+
+    s = 0
+    for q in queue:                                                            # Step 4
+        p = {rep[c] for c in q if rep[c] is not None}
+        while p and sup(p) < k:                                                # Step 5
+            pairs = []
+            for u in p:                                                        # Step 6 (A19)
+                for v in tokens:
+                    if v != u and block[v[0]] == block[u[0]]:
+                        w = tuple(sorted(u + v))
+                        after = {**tokens, w: tokens[u] | tokens[v]}
+                        pairs.append((len(w), -sup((p - {u, v}) | {w}, after), u, v, w))
+            if pairs:                                                          # Steps 7-8
+                *_, u, v, w = min(pairs)
+                tokens[w] = tokens.pop(u) | tokens.pop(v)
+                rep.update((c, w) for c in w)
+                p = (p - {u, v}) | {w}
+                continue
+            while p and sup(p) < k:                                            # Steps 9-12 (A20)
+                e = min(p, key=lambda t: (len(tokens[t]), t))
+                s += len(e)
+                del tokens[e]
+                rep.update((c, None) for c in e)
+                p.remove(e)
+    alive = sorted(tokens)
+    return GenDiagResult(tuple(alive), tuple(tuple(j for j, t in enumerate(alive) if i in tokens[t])
+                                             for i in range(len(records))),
+                         tuple(sum(rep[c] is None for c in r) for r in records), s,
+                         tuple(sorted(c for c, t in rep.items() if t is None)))
+
+
+@pytest.mark.parametrize("part", range(4))
+def test_compiled_steps_match_the_oracle(part):
+    """The compiled Steps 3-14 against :func:`_oracle` on 1,200 random clusters: few codes and
+    few blocks (many ties in Step 6 and in Step 9's choice), duplicated records, m = 1..3, and
+    clusters large enough for the kernel's record-count scoring (> 64 records)."""
+    for seed in range(300 * part, 300 * (part + 1)):
+        rng = np.random.default_rng(seed)
+        n_codes, n_records = int(rng.integers(2, 16)), int(rng.integers(2, 30))
+        if seed % 10 == 0:
+            n_codes, n_records = int(rng.integers(20, 60)), int(rng.integers(65, 140))
+        records, block = _random_cluster(rng, n_codes, n_records, int(rng.integers(1, 4)))
+        if seed % 3 == 0:                                   # identical records: ties in support
+            records = records[: max(1, n_records // 3)] * 3
+        k, m = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        assert gendiag(records, block, k, m) == _oracle(records, block, k, m), seed
 
 
 @pytest.mark.parametrize("seed", range(12))

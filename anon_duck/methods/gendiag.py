@@ -30,16 +30,10 @@ Why it is fast enough for EHRD-sized clusters (thousands of records, ~10^5 items
 without changing a single decision of the pseudocode:
 
 * Q is counted with numpy (all 1..m-combinations of every record at once, one ``unique``).
-* Support only grows: a merge ORs two tokens' record sets and a suppression drops a token from
-  an itemset, so an itemset that is frequent (or empty) once stays so. Q is therefore checked
-  in chunks, in Q's order, with one vector expression (AND of packed record bitsets, popcount);
-  the frequent ones are passed exactly as Step 4 would pass them (they change nothing), and
-  only the others are re-checked and processed one by one in Q's order.
-* Step 6 scores all partners u' of one size in one vector expression over the packed bitsets
-  when there are many of them; a handful are scored with Python integers.
-
-Records are bitsets per token, both as Python ints (single itemsets) and as packed uint64 rows
-(vector scans): sup(p) is the popcount of the AND of p's tokens' bitsets, and a merge is one OR.
+* Steps 3-14, a chain of up to ~10^5 merges each depending on the previous one, run compiled
+  (:mod:`anon_duck.methods.gendiag_kernel`, numba) over packed record bitsets per token:
+  sup(p) is the popcount of the AND of p's tokens' bitsets, and a merge is one OR. Step 6
+  counts partners' supports over the few records that can change them when that is cheaper.
 
 References
 ----------
@@ -51,12 +45,12 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-_CHUNK = 64            # Q items checked per vector expression (doubled over frequent runs)
-_VECTOR_MIN = 24       # Step 6 scores partners with numpy from this many candidates on
+from . import gendiag_kernel as _kernel
+
 _SMALL_Q = 2048        # Q of a cluster with fewer (record, itemset) pairs is counted in Python
 
 
@@ -105,20 +99,9 @@ def gendiag(records: Sequence[Sequence[int]], block: Sequence[int] | np.ndarray,
     cluster = _Cluster(records, block)
     if m < 1 or not records:
         return cluster.unchanged()
-    state = _State(cluster)
-    for p_codes in _pending(state, _initial_q(cluster, k, m), k):              # Steps 2-4
-        p = state.canonical(p_codes)
-        while p and state.support(p) < k:                                     # Step 5
-            pair = state.best_pair(p)                                         # Step 6
-            if pair is not None:                                              # Steps 7-8
-                p = state.merge(p, *pair)
-                continue
-            while p and state.support(p) < k:                                 # Steps 9-12
-                e = min(p, key=lambda t: (state.bits[t].bit_count(), state.codes[t]))
-                state.suppress(e)
-                p = p - {e}
-        # Step 14: p is frequent (or empty) and leaves Q
-    return state.result()
+    queue = _initial_q(cluster, k, m)                                          # Step 2
+    rep, s = _kernel.steps_3_to_14(cluster.n, cluster.local, cluster.start, cluster.block, queue, k)
+    return _result(cluster, rep, int(s))
 
 
 def certain_suppressions(support: Mapping[int, int], block: Sequence[int] | np.ndarray, k: int) -> int:
@@ -157,9 +140,8 @@ class _Cluster:
         self.start = np.concatenate([[0], np.cumsum(lengths)])
         self.lengths = lengths
         self.gamma = int(self.codes.size)
-        self.block = np.asarray(block)[self.codes].astype(np.int64) if self.gamma else np.zeros(0, np.int64)
-        self.words = max(1, -(-self.n // 64))
-        self.avg_len = float(lengths.mean()) if self.n else 0.0
+        # dense block ids 0..B-1 (only equality of blocks matters)
+        self.block = np.unique(np.asarray(block)[self.codes], return_inverse=True)[1].astype(np.int64).ravel()
 
     def unchanged(self) -> GenDiagResult:
         tokens = tuple((int(c),) for c in self.codes)
@@ -227,249 +209,26 @@ def _extend(at: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.concatenate([rows, (np.repeat(last, more) + 1 + offset)[:, None]], axis=1)
 
 
-def _pending(state: "_State", queue: np.ndarray, k: int) -> Iterator[tuple[int, ...]]:
-    """Step 4 in Q's order, without the itemsets that are frequent (or empty) when popped:
-    a chunk of Q is tested at once against the current C' (support never decreases, so a
-    frequent itemset stays frequent), and the rest is yielded one by one for Step 5."""
-    gamma = state.gamma
-    if queue.shape[0] <= _SMALL_Q // 4:          # a small Q: Step 5 tests each itemset anyway
-        for row in queue.tolist():
-            yield tuple(c for c in row if c != gamma)
-        return
-    lo, size = 0, _CHUNK
-    while lo < queue.shape[0]:
-        chunk = queue[lo:lo + size]
-        lo += size
-        state.sync()
-        toks = state.rep_rows[chunk]                       # suppressed codes and padding -> the ONES row
-        acc = state.rows[toks[:, 0]]
-        for j in range(1, toks.shape[1]):
-            acc = acc & state.rows[toks[:, j]]
-        sup = np.bitwise_count(acc).sum(axis=1, dtype=np.int64)
-        open_ = np.flatnonzero((sup < k) & (toks != gamma).any(axis=1))
-        # long frequent runs (late in Q) take bigger chunks; where Step 5 works, small ones
-        # keep the test close to the current C'
-        size = _CHUNK if open_.size else min(2 * size, 64 * _CHUNK)
-        rows = chunk[open_].tolist()
-        for row in rows:
-            yield tuple(c for c in row if c != gamma)
-
-
-class _State:
-    """C' as token bitsets, with a code -> token map for merges and suppressions (-1).
-
-    Token ids: 0..γ-1 are the codes themselves, γ is the all-records row (padding and
-    suppressed codes point to it in ``rep_rows``), merged tokens take γ+1, γ+2, ..."""
-
-    def __init__(self, cl: _Cluster) -> None:
-        self.cl = cl
-        self.n, self.gamma = cl.n, cl.gamma
-        g = self.gamma
-        self.everyone = (1 << self.n) - 1
-        bits = [0] * g
-        for i, c in zip(cl.owner.tolist(), cl.local.tolist()):
-            bits[c] |= 1 << i
-        self.bits: list[int] = bits + [self.everyone]
-        self.codes: list[list[int]] = [[c] for c in range(g)] + [[]]
-        self.block: list[int] = cl.block.tolist() + [-1]
-        self.size: list[int] = [1] * g + [0]
-        self.by_size: dict[int, dict[int, set[int]]] = {}   # block -> token size -> present tokens
-        for c, b in enumerate(self.block[:g]):
-            self.by_size.setdefault(b, {}).setdefault(1, set()).add(c)
-        self._block_codes: dict[int, np.ndarray] | None = None
-        self.single = np.ones(g, dtype=bool)                 # codes that are still a singleton token
-        self.rep: list[int] = list(range(g))                 # code -> its current token (-1: suppressed)
-        self.s = 0
-        # the same state as arrays for the vector scans, built on the first scan (small
-        # clusters never need them) and then kept up to date by sync()
-        self.rows: np.ndarray | None = None                  # token -> packed record bitset
-        self.tsup: np.ndarray | None = None                  # token -> support
-        self.rep_rows: np.ndarray | None = None              # code -> token (γ: none, or padding)
-        self._new_tokens: list[int] = []                     # tokens not yet in rows / tsup
-        self._moved: list[list[int]] = []                    # codes whose rep_rows entry is stale
-
-    def canonical(self, itemset: Sequence[int]) -> frozenset[int]:
-        """Step 4: an itemset of codes as its current tokens (merges applied, suppressed dropped)."""
-        rep = self.rep
-        return frozenset(t for t in (rep[c] for c in itemset) if t >= 0)
-
-    def support(self, p: frozenset[int]) -> int:
-        it = iter(p)
-        acc = self.bits[next(it)]
-        for t in it:
-            acc &= self.bits[t]
-        return acc.bit_count()
-
-    def best_pair(self, p: frozenset[int]) -> tuple[int, int] | None:
-        """Step 6: the pair (u in p, u' present in u's block) of minimum UL(u ∪ u') — i.e. of
-        minimum |u| + |u'| with unit weights; ties: larger support of p after the merge, then
-        lexicographic (u, u'). Only partners of the smallest size are scored."""
-        best: tuple | None = None
-        bits, codes = self.bits, self.codes
-        options = []                       # (|u| + smallest partner size, u, smallest)
-        for u in p:
-            sizes = [z for z, toks in self.by_size[self.block[u]].items() if len(toks) > 1 or u not in toks]
-            if sizes:
-                options.append((self.size[u] + min(sizes), u, min(sizes)))
-        for size, u, smallest in sorted(options):     # the smallest UL(u ∪ u') first: the rest can only tie
-            if best is not None and size > best[0]:
-                break
-            buckets = self.by_size[self.block[u]]
-            rest = self.everyone
-            for t in p:
-                if t != u:
-                    rest &= bits[t]
-            bu = bits[u]
-            bucket = buckets[smallest]
-            inside = [v for v in p if v != u and v in bucket]   # u' already in p: p loses it when merged
-            for v in inside:
-                acc = self.everyone
-                for t in p:
-                    if t != u and t != v:
-                        acc &= bits[t]
-                key = (size, -(acc & (bu | bits[v])).bit_count(), codes[u], codes[v])
-                if best is None or key < best[0:4]:
-                    best = (*key, u, v)
-            for sup, v in self._score(u, bu, rest, smallest, bucket, p):
-                key = (size, -sup, codes[u], codes[v])
-                if best is None or key < best[0:4]:
-                    best = (*key, u, v)
-        return None if best is None else (best[4], best[5])
-
-    def _score(self, u: int, bu: int, rest: int, smallest: int, bucket: set[int],
-               p: frozenset[int]) -> list[tuple[int, int]]:
-        """The best partner u' ∉ p of u among ``bucket``: (sup of p after the merge, u'), the
-        largest support, ties to the lexicographically smallest u' (Step 6); [] if none."""
-        codes = self.codes
-        if len(bucket) < _VECTOR_MIN:
-            bits = self.bits
-            scored = [((rest & (bu | bits[v])).bit_count(), v) for v in bucket if v != u and v not in p]
-            if not scored:
-                return []
-            top = max(s for s, _ in scored)
-            return [(top, min((v for s, v in scored if s == top), key=codes.__getitem__))]
-        if smallest == 1:
-            cand = self.block_codes()[self.block[u]]
-            cand = cand[self.single[cand]]
-        else:
-            cand = np.sort(np.fromiter(bucket, dtype=np.int64, count=len(bucket)))
-        keep = cand != u
-        for t in p:
-            keep &= cand != t
-        cand = cand[keep]
-        if not cand.size:
-            return []
-        self.sync()
-        if rest == self.everyone:
-            # p = {u}: sup(u ∪ u') = sup(u) + sup(u') - |u ∩ u'|, the overlap counted on u's < k records
-            sup = bu.bit_count() + self.tsup[cand] - self._token_counts(bu, smallest > 1)[cand]
-        else:
-            gain_on = rest & ~bu                 # records of p without u: what a partner can add
-            if gain_on.bit_count() * self.cl.avg_len < cand.size * self.cl.words:
-                sup = (rest & bu).bit_count() + self._token_counts(gain_on, smallest > 1)[cand]
-            else:
-                sup = np.bitwise_count((self.rows[cand] | self.rows[u]) & self._row(rest)).sum(axis=1, dtype=np.int64)
-        top = sup.max()
-        if smallest == 1:            # singletons, ascending: the first maximum is the smallest code
-            return [(int(top), int(cand[int(np.argmax(sup))]))]
-        return [(int(top), min(cand[sup == top].tolist(), key=codes.__getitem__))]
-
-    def block_codes(self) -> dict[int, np.ndarray]:
-        """Block -> its codes (local ids, ascending); built on the first vector scan."""
-        if self._block_codes is None:
-            block = self.cl.block
-            order = np.argsort(block, kind="stable")
-            cuts = np.flatnonzero(np.diff(block[order])) + 1
-            self._block_codes = {int(block[part[0]]): part for part in np.split(order, cuts)}
-        return self._block_codes
-
-    def _token_counts(self, records: int, dedupe: bool) -> np.ndarray:
-        """Per token id, the number of the given records (a bitset) that hold it."""
-        cl = self.cl
-        recs = np.flatnonzero(np.unpackbits(self._row(records).view(np.uint8), bitorder="little"))
-        lengths = cl.lengths[recs]
-        at = np.repeat(cl.start[recs] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-        toks = self.rep_rows[cl.local[at]]
-        if dedupe:                                   # a record holds a merged token once
-            toks = np.unique(np.repeat(recs, lengths) * (self.gamma + 1) * 2 + toks) % ((self.gamma + 1) * 2)
-        return np.bincount(toks, minlength=self.rows.shape[0])
-
-    def _row(self, bits: int) -> np.ndarray:
-        return np.frombuffer(bits.to_bytes(self.cl.words * 8, "little"), dtype=np.uint64)
-
-    def _drop(self, t: int) -> None:
-        sizes = self.by_size[self.block[t]]
-        sizes[self.size[t]].discard(t)
-        if not sizes[self.size[t]]:
-            del sizes[self.size[t]]
-        if self.size[t] == 1:
-            self.single[t] = False
-
-    def merge(self, p: frozenset[int], u: int, v: int) -> frozenset[int]:
-        """Step 8: ũ = u ∪ u' replaces u and u' in p, Q (via the code -> token map) and every record."""
-        new = len(self.codes)
-        self._drop(u)
-        self._drop(v)
-        merged = sorted(self.codes[u] + self.codes[v])
-        self.codes.append(merged)
-        self.bits.append(self.bits[u] | self.bits[v])
-        if self.rows is not None:
-            self._new_tokens.append(new)
-        self.block.append(self.block[u])
-        self.size.append(len(merged))
-        self.by_size[self.block[u]].setdefault(len(merged), set()).add(new)
-        for c in merged:
-            self.rep[c] = new
-        if self.rows is not None:
-            self._moved.append(merged)
-        return (p - {u, v}) | {new}
-
-    def suppress(self, e: int) -> None:
-        """Steps 11-12: delete token e from every record; s grows by its number of codes."""
-        self.s += self.size[e]
-        self._drop(e)
-        for c in self.codes[e]:
-            self.rep[c] = -1
-        if self.rows is not None:
-            self._moved.append(self.codes[e])
-
-    def sync(self) -> None:
-        """Bring the arrays of the vector scans (rows, tsup, rep_rows) up to date with the
-        Python state; merges and suppressions only touch the latter, since most of them
-        happen between two scans."""
-        g = self.gamma
-        if self.rows is None:
-            self.rows = np.zeros((2 * g + 1, self.cl.words), dtype=np.uint64)
-            self.tsup = np.zeros(2 * g + 1, dtype=np.int64)
-            self._new_tokens = list(range(len(self.bits)))
-            self.rep_rows = np.full(g + 1, g, dtype=np.int64)
-            self._moved = [list(range(g))]
-        if self._new_tokens:
-            new = self._new_tokens
-            words = self.cl.words * 8
-            packed = np.frombuffer(b"".join(self.bits[t].to_bytes(words, "little") for t in new), dtype=np.uint64)
-            self.rows[new] = packed.reshape(len(new), -1)
-            self.tsup[new] = np.bitwise_count(self.rows[new]).sum(axis=1)
-            self._new_tokens = []
-        if self._moved:
-            codes = list({c for moved in self._moved for c in moved})
-            rep = self.rep
-            self.rep_rows[codes] = [rep[c] if rep[c] >= 0 else g for c in codes]
-            self._moved = []
-
-    def result(self) -> GenDiagResult:
-        cl = self.cl
-        alive = sorted((t for sizes in self.by_size.values() for toks in sizes.values() for t in toks),
-                       key=lambda t: self.codes[t])
-        tokens = tuple(tuple(int(c) for c in cl.codes[self.codes[t]]) for t in alive)
-        per_record: list[list[int]] = [[] for _ in range(self.n)]
-        for index, t in enumerate(alive):              # in token order, so each list comes out sorted
-            bits = self.bits[t]
-            while bits:
-                low = bits & -bits
-                per_record[low.bit_length() - 1].append(index)
-                bits ^= low
-        gone = np.array([r < 0 for r in self.rep], dtype=bool)
-        rec_sup = np.bincount(cl.owner[gone[cl.local]], minlength=self.n) if cl.local.size else np.zeros(self.n, int)
-        return GenDiagResult(tokens, tuple(tuple(x) for x in per_record), tuple(int(x) for x in rec_sup), self.s,
-                             tuple(int(c) for c in cl.codes[gone]))
+def _result(cl: _Cluster, rep: np.ndarray, s: int) -> GenDiagResult:
+    """C' from the kernel's code -> token map: a token is the set of codes mapped to it (tokens
+    are disjoint, so ordering them by their smallest code is the lexicographic order); a record
+    holds the tokens of its remaining codes."""
+    kept = np.flatnonzero(rep >= 0)
+    order = kept[np.argsort(rep[kept], kind="stable")]           # codes grouped by token, ascending
+    cuts = np.flatnonzero(np.diff(rep[order])) + 1
+    groups = sorted(np.split(order, cuts) if order.size else [], key=lambda g: int(g[0]))
+    index = np.full(2 * cl.gamma + 1, -1, dtype=np.int64)           # token id -> position in C'
+    for i, g in enumerate(groups):
+        index[rep[g[0]]] = i
+    tokens = tuple(tuple(int(c) for c in cl.codes[g]) for g in groups)
+    held = rep[cl.local] >= 0
+    pos = index[rep[cl.local[held]]]
+    per_record = np.unique(cl.owner[held] * (len(groups) + 1) + pos)     # (record, token) pairs, sorted
+    owner, pos = np.divmod(per_record, len(groups) + 1)
+    bounds = np.searchsorted(owner, np.arange(cl.n + 1))
+    flat = pos.tolist()
+    record_tokens = tuple(tuple(flat[bounds[i]:bounds[i + 1]]) for i in range(cl.n))
+    gone = rep < 0
+    rec_sup = np.bincount(cl.owner[~held], minlength=cl.n) if cl.local.size else np.zeros(cl.n, int)
+    return GenDiagResult(tokens, record_tokens, tuple(int(x) for x in rec_sup), s,
+                         tuple(int(c) for c in cl.codes[gone]))
