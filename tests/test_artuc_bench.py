@@ -2,6 +2,8 @@
 ``artuc_ehrd`` / ``artuc_informs_like`` cases, at small sizes."""
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
 import numpy as np
 import pytest
@@ -9,6 +11,8 @@ import pytest
 import anon_duck
 from anon_duck.bench import artuc as bench_artuc
 from anon_duck.bench.generators import ehrd_like, informs_like
+from anon_duck.job import Settings
+from anon_duck.sqlrender import render
 
 from conftest import FIXTURES
 
@@ -60,3 +64,18 @@ def test_bench_jobs_run_and_verify(tmp_path, monkeypatch, make):
     monkeypatch.setattr(bench_artuc, "DATA", tmp_path)
     result = anon_duck.run(duckdb.connect(), make())
     assert result.verified and result.facts["published_records"] > 0
+
+
+def test_two_threads_make_the_same_release(tmp_path, monkeypatch):
+    """GenDiags of Step 20's partners (and of the initial and final clusters) run on DuckDB's
+    ``threads`` threads; the release is the one a single thread makes, table by table."""
+    monkeypatch.setattr(bench_artuc, "DATA", tmp_path)
+    job = bench_artuc.informs_like_job(1500, delta=0.5, merge_candidates=0)
+    releases = []
+    for threads in (1, 2):
+        con = duckdb.connect()
+        result = anon_duck.run(con, dataclasses.replace(job, settings=Settings(None, threads)))
+        assert result.verified and result.facts["merges"] > 0
+        releases.append({t: con.execute(render("util/fingerprint.sql.j2", relation=(t,))).fetchone()
+                         for t in result.tables})
+    assert releases[0] == releases[1]

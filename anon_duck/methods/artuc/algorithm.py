@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -65,11 +66,13 @@ class ArtUC:
 
     def __init__(self, demo: Demographics, box: np.ndarray, codes: Sequence[np.ndarray], block: np.ndarray, *,
                  k: int, m: int, delta: float, epsilon: float, exhaustive_merge: bool = False,
-                 merge_candidates: int = 0, partner_rule: str = "ul", progress: Progress | None = None) -> None:
+                 merge_candidates: int = 0, partner_rule: str = "ul", workers: int = 1,
+                 progress: Progress | None = None) -> None:
         self.demo, self.box, self.codes, self.block = demo, box, codes, block
         self.k, self.m, self.delta, self.epsilon = k, m, delta, epsilon
         self.exhaustive_merge, self.merge_candidates = exhaustive_merge, merge_candidates
         self.partner_rule = partner_rule          # "ul" (ArtUC Step 20) or "ncp" (the RmR approximation)
+        self.workers = max(1, workers)            # GenDiags of different clusters run side by side
         self._ul_cache: dict[int, float] = {}
         self.progress = progress or (lambda phase, done, total: None)
         self._next_id = 0
@@ -142,6 +145,7 @@ class ArtUC:
         ncp_sum = sum(c.ncp for c in clusters)
         live = {c.cid: c for c in clusters}
         tables = {b: _GroupTable(self.demo, [c for c in clusters if c.box == b]) for b in {c.box for c in clusters}}
+        self._prefetch(clusters)
         heap = [self._heap_key(c) for c in clusters]
         heapq.heapify(heap)
         merges = 0
@@ -164,17 +168,20 @@ class ArtUC:
                     ok = ok[np.lexsort((table.cid[rows[ok]], new_sum[ok]))[:1]]
                 # Step 20 (a): minimum UL(GenDiag(C_UL ∪ C')), ties to the smallest cluster id.
                 # Partners go in order of a floor of that UL; once the floor exceeds the best UL
-                # found, no later partner can win, so GenDiag is not run on them.
+                # found, no later partner can win, so GenDiag is not run on them. Up to
+                # ``workers`` partners are scored at once; a partner scored beyond that point
+                # has UL >= floor > best UL, so the choice is the one a sequential scan makes.
                 scored = sorted((self._ul_floor(c_ul, live[int(table.cid[rows[j]])]), int(table.cid[rows[j]]), j)
                                 for j in ok)
-                for floor, pid, j in scored:
-                    if best is not None and floor > best[0]:
-                        break
-                    partner = live[pid]
-                    res = self._gendiag(np.concatenate([c_ul.members, partner.members]))
-                    ul = res.ul()
-                    if best is None or (ul, pid) < (best[0], best[1].cid):
-                        best = (ul, partner, res, float(new_sum[j]))
+                at = 0
+                while at < len(scored) and (best is None or scored[at][0] <= best[0]):
+                    batch = [x for x in scored[at:at + self.workers] if best is None or x[0] <= best[0]]
+                    at += len(batch)
+                    unions = [np.concatenate([c_ul.members, live[pid].members]) for _, pid, _ in batch]
+                    for (_, pid, j), res in zip(batch, self._gendiag_many(unions)):
+                        ul = res.ul()
+                        if best is None or (ul, pid) < (best[0], best[1].cid):
+                            best = (ul, live[pid], res, float(new_sum[j]))
             if best is None:                                                               # Step 22 (A6)
                 if not self.exhaustive_merge:
                     break
@@ -208,11 +215,10 @@ class ArtUC:
     # ---------------------------------------------------------------- Steps 23-27
     def anonymization(self, clusters: list[Cluster]) -> tuple[list[GenDiagResult], int]:
         """Steps 23-26: GenDiag on every cluster; S = total suppressed codes (A21)."""
-        results = []
-        for i, c in enumerate(clusters):
-            if i % 256 == 0:
-                self.progress("artuc: (k,k^m)-anonymization", i, len(clusters))
-            results.append(self._gendiag_of(c))
+        self.progress("artuc: (k,k^m)-anonymization", 0, len(clusters))
+        self._prefetch(clusters)
+        results = [self._gendiag_of(c) for c in clusters]
+        self.progress("artuc: (k,k^m)-anonymization", len(clusters), len(clusters))
         return results, sum(r.s for r in results)
 
     def run(self, *, anytime: bool = False) -> tuple[Outcome, np.ndarray]:
@@ -252,7 +258,8 @@ class ArtUC:
                               key=lambda c: c.cid)
             if not partners:
                 return list(live.values()), merges
-            scored = [(self._gendiag(np.concatenate([c_ul.members, p.members])), p) for p in partners]
+            scored = list(zip(self._gendiag_many([np.concatenate([c_ul.members, p.members]) for p in partners]),
+                              partners))
             res, partner = min(scored, key=lambda rp: rp[0].ul())
             merged = self._union(c_ul, partner)
             temp = [c for c in live.values() if c.cid not in (c_ul.cid, partner.cid)] + [merged]
@@ -331,6 +338,21 @@ class ArtUC:
 
     def _gendiag(self, members: np.ndarray) -> GenDiagResult:
         return gendiag([self.codes[r] for r in np.sort(members)], self.block, self.k, self.m)
+
+    def _gendiag_many(self, members: list[np.ndarray]) -> list[GenDiagResult]:
+        """GenDiag of several clusters, in order. They are independent and GenDiag's compiled
+        Steps 3-14 release the GIL, so ``workers`` threads run them side by side."""
+        if self.workers == 1 or len(members) <= 1:
+            return [self._gendiag(x) for x in members]
+        with ThreadPoolExecutor(min(self.workers, len(members))) as pool:
+            return list(pool.map(self._gendiag, members))
+
+    def _prefetch(self, clusters: Sequence[Cluster]) -> None:
+        """GenDiag of every cluster not yet cached, ``workers`` at a time (the initial clusters of
+        Step 19's heap, the final ones of Steps 23-26)."""
+        todo = [c for c in clusters if c.cid not in self._gendiag_cache]
+        for c, res in zip(todo, self._gendiag_many([c.members for c in todo])):
+            self._gendiag_cache[c.cid] = res
 
     def _gendiag_of(self, c: Cluster) -> GenDiagResult:
         if c.cid not in self._gendiag_cache:

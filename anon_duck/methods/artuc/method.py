@@ -18,6 +18,7 @@ from ...backend.base import Backend
 from ...errors import InfeasibleError, InputError, JobError
 from ...inputs import Inputs
 from ...job import Job
+from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers import artuc as verify_artuc
 from ..base import Progress, ReleaseTable, Staged, check_k
@@ -100,7 +101,7 @@ class ArtUCMethod:
              progress: Progress) -> tuple[Outcome, np.ndarray]:
         alg = ArtUC(problem.demo, problem.box, problem.codes, problem.block, k=params.k, m=params.m,
                     delta=params.delta, epsilon=epsilon, exhaustive_merge=params.exhaustive_merge,
-                    merge_candidates=params.merge_candidates, progress=progress)
+                    merge_candidates=params.merge_candidates, workers=_workers(backend), progress=progress)
         return alg.run(anytime=params.anytime)
 
 
@@ -116,7 +117,7 @@ class BaselineMethod(ArtUCMethod):
     def _run(self, backend: Backend, problem: Problem, params: ArtUCParams, epsilon: float,
              progress: Progress) -> tuple[Outcome, np.ndarray]:
         alg = ArtUC(problem.demo, problem.box, problem.codes, problem.block, k=params.k, m=params.m,
-                    delta=1.0, epsilon=epsilon, progress=progress)
+                    delta=1.0, epsilon=epsilon, workers=_workers(backend), progress=progress)
         groups, dropped = alg.record_grouping()
         states = uc.box_states(backend, problem.demo)
         clusters = []
@@ -149,8 +150,15 @@ class RmRMethod(ArtUCMethod):
              progress: Progress) -> tuple[Outcome, np.ndarray]:
         alg = ArtUC(problem.demo, problem.box, problem.codes, problem.block, k=params.k, m=params.m,
                     delta=params.delta, epsilon=epsilon, exhaustive_merge=params.exhaustive_merge,
-                    merge_candidates=params.merge_candidates, partner_rule="ncp", progress=progress)
+                    merge_candidates=params.merge_candidates, partner_rule="ncp", workers=_workers(backend),
+                    progress=progress)
         return alg.run(anytime=params.anytime)
+
+
+def _workers(backend: Backend) -> int:
+    """Threads for GenDiag: DuckDB's ``threads`` setting (the job's ``[settings] threads`` when
+    given), so one knob bounds the CPU a run takes."""
+    return int(backend.scalar("artuc: threads", render("util/current_setting.sql.j2"), {"name": "threads"}))
 
 
 METHOD = ArtUCMethod()
