@@ -3,13 +3,18 @@ afford); the numbers themselves live in BENCHMARKS.md, never in timed unit tests
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from anon_duck.bench.cases import CASES
 from anon_duck.cli import main
+from anon_duck.errors import AnonDuckError
 
 
 def test_quick_bench_runs_every_case(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)        # generated data is cached under ./bench_out
+    monkeypatch.chdir(tmp_path)        # generated data is cached under ./bench_out, cold here
+    # exit 0 also means no timed repetition generated data: the runner fails on one that did
     assert main(["bench", "--quick", "--out", str(tmp_path / "r.json")]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert set(report["cases"]) == set(CASES)
@@ -22,6 +27,33 @@ def test_quick_bench_runs_every_case(tmp_path, capsys, monkeypatch):
         assert any(n.startswith(family) for n in verified), f"no verified {family} case"
     assert "pycanon_k / verify_k" in report["ratios"]
     assert (tmp_path / "r.md").read_text().startswith("Machine:")
+
+
+def test_prepare_builds_data_before_the_repetitions(tmp_path, monkeypatch):
+    # the data is on disk before the first timed repetition starts, and that repetition only reads it
+    from anon_duck.bench import runner
+    from anon_duck.bench.cases import DATA
+    monkeypatch.chdir(tmp_path)
+    cached_at_start: list[list[Path]] = []
+
+    def progress(message: str) -> None:
+        if "repetition" in message:
+            cached_at_start.append(sorted(DATA.rglob("*.parquet")))
+
+    report = runner.run_cases(["verify_k_10m_2gb"], scale=0.0001, reps=2, progress=progress)
+    assert cached_at_start[0] and cached_at_start[0] == cached_at_start[1]
+    assert report["cases"]["verify_k_10m_2gb"]["rows"] == 1_000
+    assert "data_built" not in report["cases"]["verify_k_10m_2gb"]
+
+
+def test_a_repetition_that_generates_data_fails(tmp_path, monkeypatch):
+    # a case whose builder is not registered generates its data in the timed repetition:
+    # its peak RSS would include the generator, so the runner refuses the run
+    from anon_duck.bench import runner
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "PREPARE", {})
+    with pytest.raises(AnonDuckError, match="generated data inside a timed repetition.*synthetic_qis_1000"):
+        runner.run_cases(["verify_k"], scale=0.001, reps=1, progress=lambda _: None)
 
 
 def test_suite_plan_runs_exactly_the_registered_cases():

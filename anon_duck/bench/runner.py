@@ -1,4 +1,8 @@
-"""Run cases × repetitions in fresh processes; summarize as JSON and a markdown table."""
+"""Run cases × repetitions in fresh processes; summarize as JSON and a markdown table.
+
+The cases' data is built first, in one untimed worker (``--prepare``): a repetition that
+generated its data would report the generator's memory as the case's peak RSS (a cold cache
+once doubled ``verify_k_10m_2gb``'s), so a repetition that adds to the data cache is an error."""
 from __future__ import annotations
 
 import json
@@ -7,28 +11,35 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import AnonDuckError
-from .cases import CASES, PEERS
+from .cases import CASES, PEERS, PREPARE
+
+WORKER = [sys.executable, "-m", "anon_duck.bench.worker"]
 
 
 def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print) -> dict[str, Any]:
     unknown = [n for n in names if n not in CASES]
     if unknown:
         raise AnonDuckError(f"bench: unknown case {unknown[0]!r}; cases: {', '.join(sorted(CASES))}")
+    names = list(names or sorted(CASES))
+    _prepare([n for n in names if n in PREPARE], scale, progress)
     results: dict[str, Any] = {}
-    for name in names or sorted(CASES):
+    for name in names:
         runs = []
         for rep in range(reps):
             progress(f"bench {name} (scale {scale:g}) repetition {rep + 1}/{reps}")
-            proc = subprocess.run([sys.executable, "-m", "anon_duck.bench.worker", name, str(scale)],
-                                  capture_output=True, text=True)
+            proc = subprocess.run([*WORKER, name, str(scale)], capture_output=True, text=True)
             if proc.returncode != 0:
                 raise AnonDuckError(f"bench case {name!r} failed:\n{proc.stderr[-2000:]}")
-            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            run = json.loads(proc.stdout.strip().splitlines()[-1])
+            if run["data_built"]:
+                raise AnonDuckError(f"bench case {name!r} generated data inside a timed repetition "
+                                    f"({', '.join(run['data_built'])}): name its builder with @case(..., data=...)")
+            runs.append(run)
         secs = [r["seconds"] for r in runs]
-        summary = {k: v for k, v in runs[-1].items() if k not in ("seconds", "peak_rss_mb")}
+        summary = {k: v for k, v in runs[-1].items() if k not in ("seconds", "peak_rss_mb", "data_built")}
         summary.update(min_s=min(secs), median_s=statistics.median(secs),
                        peak_rss_mb=max(r["peak_rss_mb"] for r in runs), reps=reps)
         if summary.get("rows"):
@@ -37,6 +48,16 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print) 
     ratios = {f"{peer} / {ours}": results[peer]["median_s"] / results[ours]["median_s"]
               for peer, ours in PEERS.items() if peer in results and ours in results and results[ours]["median_s"]}
     return {"machine": _machine(), "scale": scale, "cases": results, "ratios": ratios}
+
+
+def _prepare(names: Sequence[str], scale: float, progress: Callable[[str], None]) -> None:
+    """Build and cache the data of ``names`` in one untimed worker, before any repetition."""
+    if not names:
+        return
+    progress(f"bench: preparing data of {', '.join(names)} (scale {scale:g}, untimed)")
+    proc = subprocess.run([*WORKER, "--prepare", *names, str(scale)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AnonDuckError(f"bench: preparing the data of {', '.join(names)} failed:\n{proc.stderr[-2000:]}")
 
 
 def to_markdown(report: dict[str, Any]) -> str:

@@ -1,19 +1,44 @@
 """One benchmark repetition in a fresh process: ``python -m anon_duck.bench.worker CASE SCALE``.
-Prints one JSON line: the case's figures plus peak RSS of this process."""
+Prints one JSON line: the case's figures, peak RSS of this process, and ``data_built``: the
+files the repetition added to the data cache (the runner rejects a timed repetition that built
+any, since generating data would count in its peak RSS).
+
+``python -m anon_duck.bench.worker --prepare CASE [CASE ...] SCALE`` only runs the cases' data
+builders (untimed; the runner calls it once before the repetitions), so the repetitions find
+their data cached whether the cache was cold or warm."""
 from __future__ import annotations
 
+import argparse
 import json
 import resource
-import sys
+from pathlib import Path
 
-from .cases import CASES
+from .cases import CASES, DATA, PREPARE
 
 
-def main() -> None:
-    name, scale = sys.argv[1], float(sys.argv[2])
-    out = CASES[name](scale)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m anon_duck.bench.worker")
+    parser.add_argument("--prepare", action="store_true", help="build and cache the cases' data; time nothing")
+    parser.add_argument("cases", nargs="+", choices=sorted(CASES), metavar="CASE")
+    parser.add_argument("scale", type=float)
+    args = parser.parse_args(argv)
+    if args.prepare:
+        for name in args.cases:
+            if name in PREPARE:
+                PREPARE[name](args.scale)
+        return
+    if len(args.cases) != 1:
+        parser.error("a timed repetition runs one case")
+    before = _cache_files()
+    out = CASES[args.cases[0]](args.scale)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["data_built"] = sorted(str(p) for p in _cache_files() - before)
     print(json.dumps(out, default=str))
+
+
+def _cache_files() -> set[Path]:
+    """Every file under the data cache: what a repetition adds to it, it generated."""
+    return {p for p in DATA.rglob("*") if p.is_file()}
 
 
 if __name__ == "__main__":
