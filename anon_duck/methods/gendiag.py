@@ -45,7 +45,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -74,15 +74,41 @@ class GenDiagResult:
         """UL(r) of Definition 6 per record (unit token weights; UL(ũ) = 0 for a singleton, A11):
         sum of (2^|ũ| - 1) over the record's tokens of size >= 2, divided by 2^σ(r) - 1 where
         σ(r) = total size of the record's tokens (codes the record never had included, A14),
-        plus s(r). The first term is 0 when σ(r) = 0 (A13). Exact integer arithmetic: token
-        sizes reach the hundreds on EHRD-sized clusters, beyond float range."""
-        out = np.zeros(len(self.record_tokens))
-        sizes = [len(t) for t in self.tokens]
-        weight = [(1 << z) - 1 if z >= 2 else 0 for z in sizes]
-        for i, toks in enumerate(self.record_tokens):
-            gen = sum(weight[t] for t in toks)
-            if gen:
-                out[i] = gen / ((1 << sum(sizes[t] for t in toks)) - 1)
+        plus s(r). The first term is 0 when σ(r) = 0 (A13).
+
+        Every value is the correctly rounded quotient of the exact integers, as Python's
+        ``int / int`` gives it: token sizes reach the hundreds on EHRD-sized clusters (σ(r) in
+        the thousands), beyond float range, and Step 20 compares ULs for ties. numpy computes
+        the records whose integers are exact in float64 (σ(r) <= 53) and those whose quotient
+        is provably below half the smallest subnormal (0.0); Python divides the rest."""
+        n = len(self.record_tokens)
+        out = np.zeros(n)
+        lengths = np.fromiter(map(len, self.record_tokens), dtype=np.int64, count=n)
+        if lengths.sum():
+            sizes = np.fromiter(map(len, self.tokens), dtype=np.int64, count=len(self.tokens))
+            z = sizes[np.fromiter(itertools.chain.from_iterable(self.record_tokens), dtype=np.int64,
+                                  count=int(lengths.sum()))]
+            held = np.flatnonzero(lengths)
+            at = (np.cumsum(lengths) - lengths)[held]
+            sigma = np.zeros(n, dtype=np.int64)
+            sigma[held] = np.add.reduceat(z, at)
+            zmax = np.zeros(n, dtype=np.int64)
+            zmax[held] = np.maximum.reduceat(z, at)
+            gen = zmax >= 2
+            exact = np.flatnonzero(gen & (sigma <= 53))
+            if exact.size:
+                weight = np.where(z >= 2, (np.int64(1) << np.minimum(z, 62)) - 1, 0)
+                total = np.zeros(n, dtype=np.int64)
+                total[held] = np.add.reduceat(np.where(z <= 53, weight, 0), at)
+                out[exact] = total[exact].astype(float) / (np.exp2(sigma[exact].astype(float)) - 1.0)
+            # gen(r) < ntok * 2^zmax, so gen(r) / (2^σ - 1) < 2^(zmax + bitlen(ntok) + 1 - σ)
+            bits = np.floor(np.log2(np.maximum(lengths, 1))).astype(np.int64) + 1
+            rest = np.flatnonzero(gen & (sigma > 53) & (sigma < zmax + bits + 1076))
+            if rest.size:
+                w = [(1 << int(x)) - 1 if x >= 2 else 0 for x in sizes.tolist()]
+                tokens, sig = self.record_tokens, sigma.tolist()
+                for i in rest.tolist():
+                    out[i] = sum(map(w.__getitem__, tokens[i])) / ((1 << sig[i]) - 1)
         return out + np.asarray(self.record_suppressed, dtype=float)
 
     def ul(self) -> float:
@@ -104,15 +130,16 @@ def gendiag(records: Sequence[Sequence[int]], block: Sequence[int] | np.ndarray,
     return _result(cluster, rep, int(s))
 
 
-def certain_suppressions(support: Mapping[int, int], block: Sequence[int] | np.ndarray, k: int) -> int:
+def certain_suppressions(support: np.ndarray, block: np.ndarray, k: int) -> int:
     """A lower bound of the suppressed code occurrences of GenDiag on a cluster whose codes
-    have the given supports (code id -> records holding it), hence of its UL (Definition 6:
-    UL(r) >= s(r)). A code that is the only code of its block in the cluster and is held by
-    fewer than k records is suppressed for certain: its token can never merge (Step 6 finds no
-    partner in its block), every itemset holding it has support < k, so Steps 9-12 must delete
-    it; each record holding it loses it."""
-    blocks = Counter(int(block[c]) for c in support)
-    return sum(n for c, n in support.items() if n < k and blocks[int(block[c])] == 1)
+    have the given supports (``support[c]``: records holding code id c, 0 when absent), hence
+    of its UL (Definition 6: UL(r) >= s(r)). A code that is the only code of its block in the
+    cluster and is held by fewer than k records is suppressed for certain: its token can never
+    merge (Step 6 finds no partner in its block), every itemset holding it has support < k, so
+    Steps 9-12 must delete it; each record holding it loses it."""
+    present = support > 0
+    per_block = np.bincount(block[present], minlength=int(block.max()) + 1 if block.size else 0)
+    return int(support[present & (support < k) & (per_block[block] == 1)].sum())
 
 
 class _Cluster:
@@ -121,23 +148,12 @@ class _Cluster:
 
     def __init__(self, records: Sequence[Sequence[int]], block: Sequence[int] | np.ndarray) -> None:
         self.n = len(records)
-        lengths = np.fromiter((len(r) for r in records), dtype=np.int64, count=self.n)
-        if lengths.sum() <= _SMALL_Q // 4:          # a small cluster: Python is cheaper than numpy's setup
-            rows = [r.tolist() if isinstance(r, np.ndarray) else list(r) for r in records]
-            codes = sorted({c for r in rows for c in r})
-            index = {c: i for i, c in enumerate(codes)}
-            rows = [sorted(index[c] for c in r) for r in rows]
-            self.codes = np.array(codes, dtype=np.int64)
-            self.local = np.array([c for r in rows for c in r], dtype=np.int64)
-            self.owner = np.repeat(np.arange(self.n, dtype=np.int64), lengths)
-        else:
-            flat = np.concatenate([np.asarray(r, dtype=np.int64) for r in records])
-            owner = np.repeat(np.arange(self.n, dtype=np.int64), lengths)
-            self.codes, local = np.unique(flat, return_inverse=True)   # local id -> code id
-            order = np.lexsort((local, owner))                          # per record, codes ascending
-            self.local = local.ravel()[order].astype(np.int64)
-            self.owner = owner[order]
-        self.start = np.concatenate([[0], np.cumsum(lengths)])
+        lengths = np.fromiter(map(len, records), dtype=np.int64, count=self.n)
+        flat = np.concatenate([np.asarray(r, dtype=np.int64) for r in records]) if self.n else np.zeros(0, np.int64)
+        start = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self.codes, self.local = _kernel.localize(flat, start)       # local id -> code id
+        self.owner = np.repeat(np.arange(self.n, dtype=np.int64), lengths)
+        self.start = start
         self.lengths = lengths
         self.gamma = int(self.codes.size)
         # dense block ids 0..B-1 (only equality of blocks matters)
@@ -153,6 +169,8 @@ def _initial_q(cl: _Cluster, k: int, m: int) -> np.ndarray:
     """Step 2: itemsets of 1..m codes with 1 <= support < k, in the order of Step 4 (A18):
     (-support, size, lexicographic). Rows of local code ids, padded with γ (no code)."""
     gamma = cl.gamma
+    if m <= 2:
+        return _kernel.initial_q(cl.n, cl.local, cl.start, gamma, k, m)
     if int((cl.lengths ** min(m, 2)).sum()) <= _SMALL_Q:
         return _initial_q_small(cl, k, m)
     parts, sups, sizes, keys = [], [], [], []

@@ -27,7 +27,7 @@ _S4 = np.uint64(4)
 _S56 = np.uint64(56)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _popcount(x: np.uint64) -> int:
     x = x - ((x >> _S1) & _M1)
     x = (x & _M2) + ((x >> _S2) & _M2)
@@ -35,7 +35,7 @@ def _popcount(x: np.uint64) -> int:
     return int((x * _H01) >> _S56)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count(bits: np.ndarray) -> int:
     total = 0
     for w in range(bits.size):
@@ -43,7 +43,7 @@ def _count(bits: np.ndarray) -> int:
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _and_of(rows: np.ndarray, everyone: np.ndarray, p: np.ndarray, n_p: int, skip1: int, skip2: int,
             out: np.ndarray) -> None:
     """out = AND of the record bitsets of p's tokens other than skip1 and skip2 (``everyone``
@@ -56,7 +56,40 @@ def _and_of(rows: np.ndarray, everyone: np.ndarray, p: np.ndarray, n_p: int, ski
                 out[w] &= rows[t, w]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def _reaches(rows: np.ndarray, tsup: np.ndarray, p: np.ndarray, n_p: int, k: int) -> bool:
+    """sup(p) >= k (Step 5's test). A single token's support is kept in ``tsup``; for more,
+    the AND is popcounted word by word and stops as soon as k records are found, which on
+    large clusters is after a word or two for the many itemsets that are already supported."""
+    if n_p == 1:
+        return tsup[p[0]] >= k
+    total = 0
+    for w in range(rows.shape[1]):
+        x = rows[p[0], w]
+        for j in range(1, n_p):
+            x &= rows[p[j], w]
+        total += _popcount(x)
+        if total >= k:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _holds(p: np.ndarray, n_p: int, t: int) -> bool:
+    for j in range(n_p):
+        if p[j] == t:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _beats(sup: int, tu: int, tv: int, best_sup: int, best_tu: int, best_tv: int) -> bool:
+    """Step 6's order on pairs (A19): larger sup(p) after the merge, then the lexicographically
+    smaller u, then u' (tokens are disjoint: their smallest codes order them)."""
+    return sup > best_sup or (sup == best_sup and (tu < best_tu or (tu == best_tu and tv < best_tv)))
+
+
+@njit(cache=True, nogil=True)
 def _token_counts(recs: np.ndarray, local: np.ndarray, start: np.ndarray, rep: np.ndarray, cnt: np.ndarray,
                   seen: np.ndarray, touched: np.ndarray) -> int:
     """cnt[t] += number of the records in bitset ``recs`` holding token t (a merged token once
@@ -79,7 +112,7 @@ def _token_counts(recs: np.ndarray, local: np.ndarray, start: np.ndarray, rep: n
     return n_touched
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarray, queue: np.ndarray,
                   k: int) -> tuple[np.ndarray, int]:
     """Steps 3-14 of GenDiag on a cluster of ``n`` records (``local[start[i]:start[i+1]]``: the
@@ -129,6 +162,12 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
         slot[c] = boff[b] + blen[b]
         btok[slot[c]] = c
         blen[b] += 1
+    bsingle = blen.copy()                            # singleton tokens present per block
+    # the codes of each block by support, highest first (ties: code): a code's support is fixed
+    # while it is a singleton token, so Step 6 visits the singleton candidates in this order
+    sorder = np.argsort(block * (n + 1) * gamma + (n - tsup[:gamma]) * gamma + np.arange(gamma))
+    salive = np.ones(max(gamma, 1), dtype=np.bool_)   # still a singleton token
+    shead = boff[:n_blocks].copy()                   # first entry of a block that may be alive
     avg_len = start[n] / n if n else 0.0
     cnt = np.zeros(n_tok, dtype=np.int64)
     seen = np.full(n_tok, -1, dtype=np.int64)
@@ -136,6 +175,7 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
     acc = np.empty(words, dtype=np.uint64)
     rest = np.empty(words, dtype=np.uint64)
     gain = np.empty(words, dtype=np.uint64)
+    nz = np.empty(words, dtype=np.int64)
     m = queue.shape[1]
     p = np.empty(max(m, 1), dtype=np.int64)
     opt_u = np.empty(max(m, 1), dtype=np.int64)
@@ -156,8 +196,7 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                 p[n_p] = t
                 n_p += 1
         while n_p:                                                             # Step 5
-            _and_of(rows, everyone, p, n_p, -1, -1, acc)
-            if _count(acc) >= k:
+            if _reaches(rows, tsup, p, n_p, k):
                 break
             # Step 6: for each u in p the smallest partner size in its block; only the pairs
             # of the least |u| + |u'| (UL(u ∪ u') = 2^|u ∪ u'| - 1) can win
@@ -167,10 +206,13 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                 u = p[j]
                 b = tblock[u]
                 z = -1
-                for x in range(boff[b], boff[b] + blen[b]):
-                    t = btok[x]
-                    if t != u and (z < 0 or tsize[t] < z):
-                        z = tsize[t]
+                if bsingle[b] > (1 if tsize[u] == 1 else 0):
+                    z = 1                         # another code of the block is still a token
+                else:
+                    for x in range(boff[b], boff[b] + blen[b]):
+                        t = btok[x]
+                        if t != u and (z < 0 or tsize[t] < z):
+                            z = tsize[t]
                 if z >= 0:
                     opt_u[n_opt] = u
                     opt_z[n_opt] = z
@@ -179,8 +221,7 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                         least = tsize[u] + z
             if n_opt == 0:                                                     # Steps 9-12
                 while n_p:
-                    _and_of(rows, everyone, p, n_p, -1, -1, acc)
-                    if _count(acc) >= k:
+                    if _reaches(rows, tsup, p, n_p, k):
                         break
                     e_at = 0
                     for j in range(1, n_p):
@@ -190,6 +231,9 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                     e = p[e_at]
                     s += tsize[e]
                     b = tblock[e]
+                    if tsize[e] == 1:
+                        bsingle[b] -= 1
+                        salive[e] = False
                     last = btok[boff[b] + blen[b] - 1]
                     btok[slot[e]] = last
                     slot[last] = slot[e]
@@ -203,58 +247,94 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                 break
             # the pair of least key (-sup of p after the merge, smallest code of u, of u')
             best_sup, best_u, best_v = -1, -1, -1
+            best_tu, best_tv = gamma, gamma               # tmin of the best pair's tokens
             for o in range(n_opt):
                 u, z = opt_u[o], opt_z[o]
                 if tsize[u] + z != least:
                     continue
                 b = tblock[u]
                 _and_of(rows, everyone, p, n_p, u, -1, rest)
-                n_cand = 0
-                for x in range(boff[b], boff[b] + blen[b]):
-                    t = btok[x]
-                    if t != u and tsize[t] == z:
-                        n_cand += 1
+                # candidates u': the tokens of size z in u's block. Singletons (z = 1, the usual
+                # case) are visited by support, highest first, so the scan stops at the first
+                # one whose bound cannot reach the best pair; larger tokens by a full scan
+                by_support = z == 1
+                top = -1                          # full scan: the candidate held by the most records
+                if by_support:
+                    n_cand = bsingle[b] - (1 if tsize[u] == 1 else 0)
+                    while shead[b] < boff[b + 1] and not salive[sorder[shead[b]]]:
+                        shead[b] += 1
+                else:
+                    n_cand = 0
+                    for x in range(boff[b], boff[b] + blen[b]):
+                        t = btok[x]
+                        if t != u and tsize[t] == z:
+                            n_cand += 1
+                            if top < 0 or tsup[t] > tsup[top]:
+                                top = t
                 # sup(p after the merge), counted over few records when possible: p = {u}:
                 # sup(u) + sup(u') - |u ∩ u'|, the overlap counted on u's (< k) records; else
                 # sup(p) on u's records + what u' adds on the records of p without u
                 base = 0
                 n_gain = 0
+                n_nz = 0                          # words where u' can add records to p
                 for w in range(words):
                     base += _popcount(rest[w] & rows[u, w])
                     gain[w] = rest[w] & ~rows[u, w]
-                    n_gain += _popcount(gain[w])
+                    if gain[w] != _ZERO:
+                        nz[n_nz] = w
+                        n_nz += 1
+                        n_gain += _popcount(gain[w])
                 if n_p == 1:
                     mode = 2
                     n_touched = _token_counts(rows[u], local, start, rep, cnt, seen, touched)
-                elif n_gain * avg_len < n_cand * words:
+                elif n_gain * avg_len < n_cand:   # cheaper than even bounding every candidate
                     mode = 1
                     n_touched = _token_counts(gain, local, start, rep, cnt, seen, touched)
                 else:
                     mode = 0
                     n_touched = 0
-                for x in range(boff[b], boff[b] + blen[b]):
-                    v = btok[x]
-                    if v == u or tsize[v] != z:
-                        continue
-                    inside = False
-                    for j in range(n_p):
-                        inside = inside or p[j] == v
-                    if inside:                       # u' in p: p loses it when merged
+                for j in range(n_p):              # u' in p: p loses it when merged
+                    v = p[j]
+                    if v != u and tsize[v] == z and tblock[v] == b:
                         _and_of(rows, everyone, p, n_p, u, v, acc)
                         sup = 0
                         for w in range(words):
                             sup += _popcount(acc[w] & (rows[u, w] | rows[v, w]))
-                    elif mode == 2:
+                        if _beats(sup, tmin[u], tmin[v], best_sup, best_tu, best_tv):
+                            best_sup, best_u, best_v, best_tu, best_tv = sup, u, v, tmin[u], tmin[v]
+                # the order of the visit does not change the choice (a strict order on
+                # (sup, smallest code of u, of u')), only how many candidates are scored;
+                # a full scan visits ``top`` first, for an early high bar
+                lo = shead[b] if by_support else boff[b] - (1 if top >= 0 else 0)
+                hi = boff[b + 1] if by_support else boff[b] + blen[b]
+                for x in range(lo, hi):
+                    if by_support:
+                        v = sorder[x]
+                        if not salive[v]:
+                            continue
+                    else:
+                        v = top if x < boff[b] else btok[x]
+                        if tsize[v] != z:
+                            continue
+                    if v == u or _holds(p, n_p, v):
+                        continue
+                    # u' adds at most its own records (and p = {u} keeps at most sup(u) + sup(u'))
+                    bound = tsup[u] + tsup[v] if mode == 2 else base + min(n_gain, tsup[v])
+                    if not _beats(bound, tmin[u], tmin[v], best_sup, best_tu, best_tv):
+                        if by_support and bound < best_sup:
+                            break                    # later singletons have no more support
+                        continue                     # cannot beat the best pair, not even on a tie
+                    if mode == 2:
                         sup = tsup[u] + tsup[v] - cnt[v]
                     elif mode == 1:
                         sup = base + cnt[v]
-                    else:
-                        sup = 0
-                        for w in range(words):
-                            sup += _popcount(rest[w] & (rows[u, w] | rows[v, w]))
-                    if (sup > best_sup or (sup == best_sup and (tmin[u] < tmin[best_u]
-                                                                or (u == best_u and tmin[v] < tmin[best_v])))):
-                        best_sup, best_u, best_v = sup, u, v
+                    else:                            # sup(p ∪ u') = base + what u' adds
+                        sup = base
+                        for x2 in range(n_nz):
+                            w = nz[x2]
+                            sup += _popcount(gain[w] & rows[v, w])
+                    if _beats(sup, tmin[u], tmin[v], best_sup, best_tu, best_tv):
+                        best_sup, best_u, best_v, best_tu, best_tv = sup, u, v, tmin[u], tmin[v]
                 for x in range(n_touched):
                     cnt[touched[x]] = 0
                     seen[touched[x]] = -1
@@ -262,6 +342,9 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
             u, v = best_u, best_v
             b = tblock[u]
             for t in (u, v):
+                if tsize[t] == 1:
+                    bsingle[b] -= 1
+                    salive[t] = False
                 last = btok[boff[b] + blen[b] - 1]
                 btok[slot[t]] = last
                 slot[last] = slot[t]
@@ -291,3 +374,116 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
             n_p = kept + 1
             new += 1
     return rep, s
+
+
+@njit(cache=True, nogil=True)
+def localize(flat: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cluster's distinct code ids (ascending) and its occurrences as local ids 0..γ-1,
+    ascending within each record (``flat[start[i]:start[i+1]]`` = record i). Local ids keep the
+    order of the code ids, so lexicographic tie-breaks are unchanged. A marker array over the
+    id range instead of ``np.unique`` and a lexsort: the Step 20 unions are re-localized for
+    every candidate partner."""
+    n_ids = flat.max() + 1 if flat.size else 0
+    local_of = np.full(n_ids, -1, dtype=np.int64)
+    for c in flat:
+        local_of[c] = 0
+    gamma = 0
+    for c in range(n_ids):
+        if local_of[c] == 0:
+            local_of[c] = gamma
+            gamma += 1
+    codes = np.empty(gamma, dtype=np.int64)
+    for c in range(n_ids):
+        if local_of[c] >= 0:
+            codes[local_of[c]] = c
+    local = np.empty(flat.size, dtype=np.int64)
+    for at in range(flat.size):
+        local[at] = local_of[flat[at]]
+    for i in range(start.size - 1):
+        for at in range(start[i] + 1, start[i + 1]):
+            if local[at] < local[at - 1]:
+                local[start[i]:start[i + 1]].sort()
+                break
+    return codes, local
+
+
+@njit(cache=True, nogil=True)
+def initial_q(n: int, local: np.ndarray, start: np.ndarray, gamma: int, k: int, m: int) -> np.ndarray:
+    """Step 2 for m <= 2: the itemsets of one or two codes held by 1..k-1 records, in Step 4's
+    order (A18: support descending, then size, then lexicographic), as rows of local code ids
+    padded with γ; the same rows as ``gendiag._initial_q_small`` (tested).
+
+    Why here: on EHRD-sized clusters the numpy version sorted every (record, pair) occurrence,
+    ~10^5-10^6 keys per cluster. Here each code's pairs are counted over the records holding it
+    (an inverted index) into a dense counter and read back in ascending order from a bitset of
+    its partners, so the work is one pass over the pair occurrences, with no sorting; a counting
+    sort by (support, size) keeps the lexicographic order the pass produces."""
+    total = start[n]
+    sup1 = np.zeros(gamma, dtype=np.int64)
+    for at in range(total):
+        sup1[local[at]] += 1
+    end = np.empty(total, dtype=np.int64)              # end of the record of each occurrence
+    n_pairs = 0
+    for i in range(n):
+        length = start[i + 1] - start[i]
+        n_pairs += length * (length - 1) // 2
+        for at in range(start[i], start[i + 1]):
+            end[at] = start[i + 1]
+    cap = gamma + (n_pairs if m >= 2 else 0)
+    qa = np.empty(cap, dtype=np.int64)
+    qb = np.empty(cap, dtype=np.int64)
+    qsup = np.empty(cap, dtype=np.int64)
+    n_q = 0
+    for c in range(gamma):                              # 1-itemsets, lexicographic
+        if sup1[c] < k:
+            qa[n_q], qb[n_q], qsup[n_q] = c, gamma, sup1[c]
+            n_q += 1
+    n_single = n_q
+    if m >= 2:
+        off = np.zeros(gamma + 1, dtype=np.int64)       # occurrences of each code: an inverted index
+        for c in range(gamma):
+            off[c + 1] = off[c] + sup1[c]
+        fill = off[:gamma].copy()
+        occ = np.empty(total, dtype=np.int64)
+        for at in range(total):
+            c = local[at]
+            occ[fill[c]] = at
+            fill[c] += 1
+        cnt = np.zeros(gamma, dtype=np.int64)
+        mark = np.zeros((gamma + 63) // 64, dtype=np.uint64)   # partners of a, as a bitset
+        for a in range(gamma):                          # 2-itemsets {a, b}, a < b, lexicographic
+            last_w = -1
+            for x in range(off[a], off[a + 1]):
+                at = occ[x]
+                for bt in range(at + 1, end[at]):       # codes are ascending within a record
+                    b = local[bt]
+                    cnt[b] += 1
+                    mark[b // 64] |= _ONE << np.uint64(b % 64)
+                    last_w = max(last_w, b // 64)
+            for w in range((a + 1) // 64, last_w + 1):  # partners in ascending order
+                word = mark[w]
+                mark[w] = _ZERO
+                while word != _ZERO:
+                    low = word & (~word + _ONE)
+                    b = w * 64 + _popcount(low - _ONE)
+                    word ^= low
+                    if cnt[b] < k:
+                        qa[n_q], qb[n_q], qsup[n_q] = a, b, cnt[b]
+                        n_q += 1
+                    cnt[b] = 0
+    # counting sort, stable: bucket (k - 1 - support) * 2 + (size - 1)
+    n_buckets = 2 * max(k, 1)
+    first = np.zeros(n_buckets + 1, dtype=np.int64)
+    for x in range(n_q):
+        first[(k - 1 - qsup[x]) * 2 + (0 if x < n_single else 1) + 1] += 1
+    for bkt in range(n_buckets):
+        first[bkt + 1] += first[bkt]
+    out = np.full((n_q, m), gamma, dtype=np.int64)
+    for x in range(n_q):
+        bkt = (k - 1 - qsup[x]) * 2 + (0 if x < n_single else 1)
+        row = first[bkt]
+        first[bkt] += 1
+        out[row, 0] = qa[x]
+        if x >= n_single:
+            out[row, 1] = qb[x]
+    return out

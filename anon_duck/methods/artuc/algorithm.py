@@ -10,7 +10,6 @@ loop stops at the first C_UL without a partner unless ``exhaustive_merge``.
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -77,7 +76,7 @@ class ArtUC:
         self.progress = progress or (lambda phase, done, total: None)
         self._next_id = 0
         self._gendiag_cache: dict[int, GenDiagResult] = {}
-        self._support_cache: dict[int, Counter] = {}          # cluster id -> code -> records holding it
+        self._support_cache: dict[int, np.ndarray] = {}       # cluster id -> records holding each code
         self.trace: list[str] = []
 
     # ---------------------------------------------------------------- Steps 1-2
@@ -191,8 +190,9 @@ class ArtUC:
             self._gendiag_cache[merged.cid] = res
             self._ul_cache[merged.cid] = ul
             del live[c_ul.cid], live[partner.cid]
-            for gone in (c_ul.cid, partner.cid):               # merged away: free their GenDiag results
+            for gone in (c_ul.cid, partner.cid):               # merged away: free their cached results
                 self._gendiag_cache.pop(gone, None)
+                self._support_cache.pop(gone, None)
             live[merged.cid] = merged
             table.replace(c_ul.cid, partner.cid, merged)
             heapq.heappush(heap, self._heap_key(merged))
@@ -204,9 +204,11 @@ class ArtUC:
         """A lower bound of UL(GenDiag(a ∪ b)) (:func:`certain_suppressions`)."""
         return certain_suppressions(self._code_support(a) + self._code_support(b), self.block, self.k)
 
-    def _code_support(self, c: Cluster) -> Counter:
+    def _code_support(self, c: Cluster) -> np.ndarray:
+        """Records of C holding each code id (dense over all code ids)."""
         if c.cid not in self._support_cache:
-            self._support_cache[c.cid] = Counter(x for r in c.members for x in self.codes[r].tolist())
+            held = np.concatenate([self.codes[r] for r in c.members])
+            self._support_cache[c.cid] = np.bincount(held, minlength=self.block.size)
         return self._support_cache[c.cid]
 
     def _heap_key(self, c: Cluster) -> tuple:
