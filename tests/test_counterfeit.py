@@ -20,10 +20,12 @@ from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InfeasibleError, InputError, JobError
 from anon_duck.inputs import prepare
 from anon_duck.methods.counterfeit.classes import node_classes
+from anon_duck.methods.counterfeit.comparator import comparator_report
 from anon_duck.methods.counterfeit.counterfeits import insert_counterfeits
 from anon_duck.methods.counterfeit.grouping import Catalog, grouping, lemma1_attainable
 from anon_duck.methods.counterfeit.measures import catalog_weight, discernibility, loss_metric, rce
 from anon_duck.methods.counterfeit.method import METHOD, lattice_inputs
+from anon_duck.methods.counterfeit.report import qi_entries, query_error
 from anon_duck.methods.counterfeit.search import Options, algorithm1, baseline, evaluate, lattice
 from anon_duck.verifiers import counterfeit as verify_counterfeit
 
@@ -355,8 +357,42 @@ def test_toy_release_tables_5_8_9(con, job_file):
     assert report["rce"] == pytest.approx(3145145 / 223966) and report["unplaced_rows"] == 0
     assert round(report["lm_real"], 7) == 0.0143489
     # digest §4.13 over every disease: Sex raw errors 1/5, catalog-weighted (0.5 + 0.25)/5
-    assert report["query_error"]["sex"] == {"raw": pytest.approx(0.2), "catalog": pytest.approx(0.15), "groups": 5}
+    assert report["query_error"]["sex"] == {"raw": pytest.approx(0.2), "catalog": pytest.approx(0.15),
+                                            "truthful": pytest.approx(0.15), "groups": 5}
     assert all(c.passed for c in anon_duck.api.verify(con, job))
+
+
+def test_query_error_fixture_4_13(con, job_file):
+    """Digest §4.13: Disease = 'Diabetes' grouped by Sex and by decade FLOOR(Age/10)*10 (actual
+    F 1, M 2; 30 → 1, 60 → 2). Table 5 raw: 2, 2 → 50%; with Table 8's weight 3/4: 1.5, 1.5 →
+    37.5%; Table 9 (truthful): Sex 1.5, 1.5 → 37.5%, decades 1.1, 1.1 (the suppressed row adds
+    0.1 to each of the 10 decades) → 27.5%; the comparator (Table 2, [35-66] over 32 ages):
+    Sex 37.5%, decades 3·5/32 = 0.46875 and 3·7/32 = 0.65625 → 60.15625% (the 40s and 50s get
+    estimates but have no actual row, so they are not in the mean)."""
+    job = job_file(TOY)
+    anon_duck.api.run(con, job)
+    backend = DuckDBBackend(con)
+    p = METHOD.check_params(job)
+    inputs = prepare(backend, job)
+    qis = {q["column"]: q for q in qi_entries(backend, job, p.domain)}
+    tables = {s: ("main", f"toy_counterfeit_{s}") for s in ("release", "catalog", "truthful")}
+
+    def errors(column: str, width: int = 1) -> dict:
+        return query_error(backend, inputs.person, "disease", qis[column], **tables, sensitive_values=["Diabetes"],
+                           width=width)
+    approx = pytest.approx
+    assert errors("sex") == {"raw": approx(0.5), "catalog": approx(0.375), "truthful": approx(0.375), "groups": 2}
+    assert errors("age", 10) == {"raw": approx(0.5), "catalog": approx(0.375), "truthful": approx(0.275), "groups": 2}
+    freq, levels = lattice_inputs(backend, job, inputs, p)
+    comparator = comparator_report(backend, job, inputs, p, freq, levels, sensitive_values=["Diabetes"], width=10)
+    assert comparator.levels == (2, 1, 3) and round(comparator.lm, 6) == 0.548555           # Table 2
+    assert comparator.rce == approx(17.2810395)
+    assert comparator.query_error["sex"] == {"raw": approx(0.375), "catalog": approx(0.375),
+                                             "truthful": approx(0.375), "groups": 2}
+    assert comparator.query_error["age"]["raw"] == approx(0.6015625)
+    # the comparator's staged tables are dropped; the prepared input and the release are not
+    assert {t for t in user_tables(con) if t.startswith("_ad_cf_")} == set()
+    assert "_ad_input" in user_tables(con) and "toy_counterfeit_release" in user_tables(con)
 
 
 def test_release_hides_counterfeits(con, job_file):

@@ -100,6 +100,13 @@ def node_classes(freq: FrequencySet, qis: list[QILevels], levels: tuple[int, ...
                        lo[order], hi[order], node[order])
 
 
+def class_sizes(freq: FrequencySet, qis: list[QILevels], levels: tuple[int, ...]) -> np.ndarray:
+    """Row count of each class of ``levels`` (in no particular order): all a k-anonymity check
+    needs, at a fraction of ``node_classes``' cost (no boxes, bounds or ClassID order). The
+    partition is the same in both interval modes."""
+    return np.bincount(_class_key(qis, levels), weights=freq.cnt)
+
+
 def _class_key(qis: list[QILevels], levels: tuple[int, ...]) -> np.ndarray:
     """Dense class number of each frequency-set row: one mixed-radix key over the QIs' node
     codes and one ``np.unique`` when the radix product fits in int64, else re-densified after

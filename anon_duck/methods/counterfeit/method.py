@@ -114,7 +114,8 @@ class Counterfeit:
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: CounterfeitParams) -> dict[str, Any]:
         out = counterfeit_report(backend, job, inputs, tables["release"], tables["catalog"], params.domain,
-                                 rce_mode=params.rce_mode, rce_counterfeit_term=params.rce_counterfeit_term)
+                                 rce_mode=params.rce_mode, rce_counterfeit_term=params.rce_counterfeit_term,
+                                 truthful=tables.get("truthful"))
         out["summary"] = {"info_loss": ("LM", out["lm"]), "are": None, "counterfeits": out["n_counterfeits"]}
         return out
 
