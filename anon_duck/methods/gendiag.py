@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -54,7 +53,6 @@ from . import gendiag_kernel as _kernel
 _SMALL_Q = 2048        # Q of a cluster with fewer (record, itemset) pairs is counted in Python
 
 
-@dataclass(frozen=True)
 class GenDiagResult:
     """The anonymized cluster C' and the suppression count s of Algorithm GenDiag.
 
@@ -62,13 +60,72 @@ class GenDiagResult:
     token indexes of record ``i`` (sorted); ``record_suppressed[i]`` = s(r), the number of
     record ``i``'s original codes that were suppressed (Definition 6); ``s`` is GenDiag's
     output: the sum of |e| over suppressed tokens e (codes, counted once per cluster);
-    ``suppressed`` lists the suppressed code ids."""
+    ``suppressed`` lists the suppressed code ids.
 
-    tokens: tuple[tuple[int, ...], ...]
-    record_tokens: tuple[tuple[int, ...], ...]
-    record_suppressed: tuple[int, ...]
-    s: int
-    suppressed: tuple[int, ...]
+    :func:`gendiag` builds it from arrays and makes those tuples on first use: Step 20 of ArtUC
+    scores most of the unions it tries by their UL alone, which the arrays give directly.
+    Equal results compare equal however they were built."""
+
+    def __init__(self, tokens: Sequence[Sequence[int]], record_tokens: Sequence[Sequence[int]],
+                 record_suppressed: Sequence[int], s: int, suppressed: Sequence[int]) -> None:
+        self._tokens: tuple[tuple[int, ...], ...] | None = tuple(tuple(t) for t in tokens)
+        self._record_tokens: tuple[tuple[int, ...], ...] | None = tuple(tuple(r) for r in record_tokens)
+        lengths = np.fromiter(map(len, self._record_tokens), dtype=np.int64, count=len(self._record_tokens))
+        self._sizes = np.fromiter(map(len, self._tokens), dtype=np.int64, count=len(self._tokens))
+        self._flat = np.fromiter(itertools.chain.from_iterable(self._record_tokens), dtype=np.int64,
+                                 count=int(lengths.sum()))
+        self._bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self._codes = np.fromiter(itertools.chain.from_iterable(self._tokens), dtype=np.int64,
+                                  count=int(self._sizes.sum()))
+        self._rec_sup = np.asarray(record_suppressed, dtype=np.int64)
+        self.s = int(s)
+        self._suppressed = np.asarray(suppressed, dtype=np.int64)
+
+    @classmethod
+    def _of_arrays(cls, sizes: np.ndarray, codes: np.ndarray, flat: np.ndarray, bounds: np.ndarray,
+                   rec_sup: np.ndarray, s: int, suppressed: np.ndarray) -> "GenDiagResult":
+        """``codes``: the tokens' code ids, token after token (``sizes`` each); ``flat[bounds[i]:
+        bounds[i+1]]``: the token positions of record i."""
+        self = cls.__new__(cls)
+        self._tokens = self._record_tokens = None
+        self._sizes, self._codes, self._flat, self._bounds = sizes, codes, flat, bounds
+        self._rec_sup, self.s, self._suppressed = rec_sup, int(s), suppressed
+        return self
+
+    @property
+    def tokens(self) -> tuple[tuple[int, ...], ...]:
+        if self._tokens is None:
+            codes, cuts = self._codes.tolist(), np.concatenate([[0], np.cumsum(self._sizes)]).tolist()
+            self._tokens = tuple(tuple(codes[cuts[t]:cuts[t + 1]]) for t in range(self._sizes.size))
+        return self._tokens
+
+    @property
+    def record_tokens(self) -> tuple[tuple[int, ...], ...]:
+        if self._record_tokens is None:
+            flat, b = self._flat.tolist(), self._bounds.tolist()
+            self._record_tokens = tuple(tuple(flat[b[i]:b[i + 1]]) for i in range(len(b) - 1))
+        return self._record_tokens
+
+    @property
+    def record_suppressed(self) -> tuple[int, ...]:
+        return tuple(self._rec_sup.tolist())
+
+    @property
+    def suppressed(self) -> tuple[int, ...]:
+        return tuple(self._suppressed.tolist())
+
+    def _key(self) -> tuple:
+        return self.tokens, self.record_tokens, self.record_suppressed, self.s, self.suppressed
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GenDiagResult) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"GenDiagResult(tokens={self.tokens!r}, record_tokens={self.record_tokens!r}, "
+                f"record_suppressed={self.record_suppressed!r}, s={self.s!r}, suppressed={self.suppressed!r})")
 
     def record_ul(self) -> np.ndarray:
         """UL(r) of Definition 6 per record (unit token weights; UL(ũ) = 0 for a singleton, A11):
@@ -81,15 +138,14 @@ class GenDiagResult:
         the thousands), beyond float range, and Step 20 compares ULs for ties. numpy computes
         the records whose integers are exact in float64 (σ(r) <= 53) and those whose quotient
         is provably below half the smallest subnormal (0.0); Python divides the rest."""
-        n = len(self.record_tokens)
+        n = self._bounds.size - 1
         out = np.zeros(n)
-        lengths = np.fromiter(map(len, self.record_tokens), dtype=np.int64, count=n)
-        if lengths.sum():
-            sizes = np.fromiter(map(len, self.tokens), dtype=np.int64, count=len(self.tokens))
-            z = sizes[np.fromiter(itertools.chain.from_iterable(self.record_tokens), dtype=np.int64,
-                                  count=int(lengths.sum()))]
+        lengths = np.diff(self._bounds)
+        if self._flat.size:
+            sizes = self._sizes
+            z = sizes[self._flat]
             held = np.flatnonzero(lengths)
-            at = (np.cumsum(lengths) - lengths)[held]
+            at = self._bounds[:-1][held]
             sigma = np.zeros(n, dtype=np.int64)
             sigma[held] = np.add.reduceat(z, at)
             zmax = np.zeros(n, dtype=np.int64)
@@ -106,10 +162,10 @@ class GenDiagResult:
             rest = np.flatnonzero(gen & (sigma > 53) & (sigma < zmax + bits + 1076))
             if rest.size:
                 w = [(1 << int(x)) - 1 if x >= 2 else 0 for x in sizes.tolist()]
-                tokens, sig = self.record_tokens, sigma.tolist()
+                flat, b, sig = self._flat.tolist(), self._bounds.tolist(), sigma.tolist()
                 for i in rest.tolist():
-                    out[i] = sum(map(w.__getitem__, tokens[i])) / ((1 << sig[i]) - 1)
-        return out + np.asarray(self.record_suppressed, dtype=float)
+                    out[i] = sum(map(w.__getitem__, flat[b[i]:b[i + 1]])) / ((1 << sig[i]) - 1)
+        return out + self._rec_sup
 
     def ul(self) -> float:
         """UL(C) = sum of UL(r) over the cluster (Definition 6)."""
@@ -231,22 +287,18 @@ def _result(cl: _Cluster, rep: np.ndarray, s: int) -> GenDiagResult:
     """C' from the kernel's code -> token map: a token is the set of codes mapped to it (tokens
     are disjoint, so ordering them by their smallest code is the lexicographic order); a record
     holds the tokens of its remaining codes."""
-    kept = np.flatnonzero(rep >= 0)
-    order = kept[np.argsort(rep[kept], kind="stable")]           # codes grouped by token, ascending
-    cuts = np.flatnonzero(np.diff(rep[order])) + 1
-    groups = sorted(np.split(order, cuts) if order.size else [], key=lambda g: int(g[0]))
-    index = np.full(2 * cl.gamma + 1, -1, dtype=np.int64)           # token id -> position in C'
-    for i, g in enumerate(groups):
-        index[rep[g[0]]] = i
-    tokens = tuple(tuple(int(c) for c in cl.codes[g]) for g in groups)
+    kept = np.flatnonzero(rep >= 0)                                   # local ids, ascending
+    ids, first, sizes = np.unique(rep[kept], return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")                          # tokens by their smallest code
+    index = np.full(2 * cl.gamma + 1, -1, dtype=np.int64)             # token id -> position in C'
+    index[ids[order]] = np.arange(ids.size)
+    position = index[rep[kept]]
+    codes = cl.codes[kept[np.lexsort((kept, position))]]             # token after token, ascending
     held = rep[cl.local] >= 0
     pos = index[rep[cl.local[held]]]
-    per_record = np.unique(cl.owner[held] * (len(groups) + 1) + pos)     # (record, token) pairs, sorted
-    owner, pos = np.divmod(per_record, len(groups) + 1)
-    bounds = np.searchsorted(owner, np.arange(cl.n + 1))
-    flat = pos.tolist()
-    record_tokens = tuple(tuple(flat[bounds[i]:bounds[i + 1]]) for i in range(cl.n))
-    gone = rep < 0
-    rec_sup = np.bincount(cl.owner[~held], minlength=cl.n) if cl.local.size else np.zeros(cl.n, int)
-    return GenDiagResult(tokens, record_tokens, tuple(int(x) for x in rec_sup), s,
-                         tuple(int(c) for c in cl.codes[gone]))
+    per_record = np.unique(cl.owner[held] * (ids.size + 1) + pos)     # (record, token) pairs, sorted
+    owner, flat = np.divmod(per_record, ids.size + 1)
+    bounds = np.searchsorted(owner, np.arange(cl.n + 1)).astype(np.int64)
+    rec_sup = np.bincount(cl.owner[~held], minlength=cl.n).astype(np.int64)
+    return GenDiagResult._of_arrays(sizes[order].astype(np.int64), codes, flat.astype(np.int64), bounds,
+                                    rec_sup, s, cl.codes[rep < 0])

@@ -321,8 +321,10 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                     # u' adds at most its own records (and p = {u} keeps at most sup(u) + sup(u'))
                     bound = tsup[u] + tsup[v] if mode == 2 else base + min(n_gain, tsup[v])
                     if not _beats(bound, tmin[u], tmin[v], best_sup, best_tu, best_tv):
-                        if by_support and bound < best_sup:
-                            break                    # later singletons have no more support
+                        # later singletons have no more support; for p = {u} an equal bound is
+                        # an equal support, and those come by ascending code: they lose the tie
+                        if by_support and (bound < best_sup or mode == 2):
+                            break
                         continue                     # cannot beat the best pair, not even on a tie
                     if mode == 2:
                         sup = tsup[u] + tsup[v] - cnt[v]
