@@ -13,10 +13,12 @@ import pytest
 import anon_duck
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InfeasibleError, InputError, JobError, VerificationError
+from anon_duck.inputs import prepare
 from anon_duck.job import job_from_dict, load_job
 from anon_duck.methods.disassociation import disassociate
 from anon_duck.methods.disassociation.chunks import cluster_masks
 from anon_duck.methods.disassociation.encoding import Records, encode
+from anon_duck.methods.disassociation.experiments import sweep_one
 from anon_duck.methods.disassociation.horpart import horpart
 from anon_duck.methods.disassociation.params import check_params
 from anon_duck.methods.disassociation.policy import Policy, build_policy
@@ -306,7 +308,6 @@ F11_QUERIES = [["296.01", "834.0"], ["834.0"], ["944.01"], ["401.0"], ["296.00",
 def test_are_and_mre_on_corrected_fig5(con):
     job = load_job(JOBS / "disassociation_toy.toml")
     backend = DuckDBBackend(con)
-    from anon_duck.inputs import prepare
     inputs = prepare(backend, job)
     rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
     recon = [(0, 0, i, c) for i, rid in enumerate(FIG5) for c in FIG5[rid]]
@@ -321,6 +322,82 @@ def test_are_and_mre_on_corrected_fig5(con):
     assert (m["min"], m["max"]) == (pytest.approx(-0.4), pytest.approx(0.25))
     assert m["mean"] == pytest.approx((0.25 - 0.4) / 5)
     assert m["within_2_5"] == pytest.approx(3 / 5)
+
+
+# ------------------------------------------------------------------------------------------
+# utility policies level 3 / sim s / sup x (seed 001 §6.1, digest §5.5 and A15), by hand
+# ------------------------------------------------------------------------------------------
+def _toy_icd() -> dict[str, list[str]]:
+    """Fig. 1 with 834.0 written 834.00: the paper's text for it ("Closed dislocation of finger,
+    unspecified part") is ICD-9-CM 834.00, and 834.0 is that code's parent, which the built-in
+    tree rejects as a record code (not a leaf). Every other Fig. 1 code is a leaf."""
+    return {pid: [c.replace("834.0", "834.00") for c in codes] for pid, codes in _toy_records().items()}
+
+
+# Leaf codes of four chapters, two of them V and E codes (digest A15: "plus V codes and E
+# codes as two extra chapters"; ICD order: numeric, then V, then E, which text order is not).
+MIXED = {"p1": ["001.0", "250.01", "V22.0"], "p2": ["042", "E849.0"], "p3": ["V10.3", "E880.9", "001.0"],
+         "p4": ["250.01"]}
+U1 = {"294.10", "295.04", "296.00", "296.01", "296.02", "296.03"}
+
+
+def _policy_groups(rows: dict[str, list[str]], **method: object) -> tuple[set[frozenset[str]], set[str]]:
+    """The constraint groups ``build_policy`` makes on ``rows`` (person -> codes) under the
+    built-in ICD-9-CM tree, and the codes it leaves without a constraint."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE dx (pid VARCHAR, code VARCHAR)")
+    con.executemany("INSERT INTO dx VALUES (?, ?)", [(p, c) for p, codes in rows.items() for c in codes])
+    job = job_from_dict({"input": {"id": "pid", "codes": {"table": "dx", "id": "pid", "code": "code",
+                                                          "hierarchy": "icd9"}},
+                         "hierarchy": {"icd9": {"type": "builtin", "name": "icd9cm"}},
+                         "method": {"name": "disassociation", "k": 2, "m": 2, **method}, "release": {"name": "pol"}})
+    backend = DuckDBBackend(con)
+    inputs = prepare(backend, job)
+    rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
+    policy = build_policy(backend, job, check_params(job), rec)
+    groups: dict[int, set[str]] = {}
+    for code, u in zip(rec.codes.tolist(), policy.constraint_of.tolist()):
+        groups.setdefault(u, set()).add(code)
+    free = groups.pop(-1, set())
+    assert len(groups) == policy.n_constraints
+    return {frozenset(g) for g in groups.values()}, free
+
+
+@pytest.mark.parametrize("data,method,groups,free", [
+    # level 3 = ICD chapters: on Fig. 1 exactly Fig. 3b's u1-u5 (290-319, 390-459, 460-519,
+    # 680-709, 800-999), so the paper's example policy is the chapter policy
+    ("toy", {"policy": "level3"},
+     [U1, {"692.71", "695.10"}, {"401.0", "404.00"}, {"480.1"}, {"834.00", "944.01"}], set()),
+    ("mixed", {"policy": "level3"},
+     [{"001.0", "042"}, {"250.01"}, {"V10.3", "V22.0"}, {"E849.0", "E880.9"}], set()),
+    # sim 5: the 13 codes in ICD order cut into blocks of 5 (the last one shorter)
+    ("toy", {"policy": "sim", "sim_size": 5},
+     [{"294.10", "295.04", "296.00", "296.01", "296.02"}, {"296.03", "401.0", "404.00", "480.1", "692.71"},
+      {"695.10", "834.00", "944.01"}], set()),
+    # sim 2: ICD order 001.0, 042, 250.01, V10.3, V22.0, E849.0, E880.9 (text order would put E first)
+    ("mixed", {"policy": "sim", "sim_size": 2},
+     [{"001.0", "042"}, {"250.01", "V10.3"}, {"V22.0", "E849.0"}, {"E880.9"}], set()),
+    # sup 30%: sigma = 3 of 10 records. The largest frequent itemset is {296.00, 296.02, 692.71,
+    # 695.10} (r2, r3, r5); every other frequent set of >= 3 codes and every pair of support 4
+    # meets it; the support-3 pairs in code order: {294.10, 295.04} kept, {294.10, 296.03} and
+    # {295.04, 296.03} overlap it, {834.00, 944.01} kept; then the frequent singletons still
+    # free, 296.01 and 296.03 (support 4). 401.0, 404.00, 480.1 (support 2) are not frequent.
+    ("toy", {"policy": "sup", "sup_percent": 30},
+     [{"296.00", "296.02", "692.71", "695.10"}, {"294.10", "295.04"}, {"834.00", "944.01"}, {"296.01"},
+      {"296.03"}], {"401.0", "404.00", "480.1"}),
+    # sup 40%: sigma = 4. Frequent pairs {296.00, 296.01}, {296.00, 296.02}, {296.00, 692.71}
+    # (support 4 each; no frequent triple since {296.01, 296.02} = 3): the first in code order
+    # is kept, the others overlap it; then every free singleton of support >= 4.
+    ("toy", {"policy": "sup", "sup_percent": 40},
+     [{"296.00", "296.01"}, {"294.10"}, {"295.04"}, {"296.02"}, {"296.03"}, {"692.71"}, {"834.00"}, {"944.01"}],
+     {"401.0", "404.00", "480.1", "695.10"}),
+], ids=["level3-toy", "level3-mixed", "sim5-toy", "sim2-mixed", "sup30-toy", "sup40-toy"])
+def test_policies_build_the_constraints_derived_by_hand(data, method, groups, free):
+    """Digest A15 on data small enough to derive the constraints by hand (derivations in the
+    parameter comments); explicit, level 1 and level 2 are covered elsewhere."""
+    got_groups, got_free = _policy_groups(_toy_icd() if data == "toy" else MIXED, **method)
+    assert got_groups == {frozenset(g) for g in groups}
+    assert got_free == free
 
 
 # ------------------------------------------------------------------------------------------
@@ -409,6 +486,40 @@ def test_real_data_release_verifies(con, name, k, m, records):
     n_codes = con.execute(f"SELECT count(DISTINCT c) FROM (SELECT unnest(codes) AS c FROM {rel}_record_chunks UNION ALL "
                           f"SELECT unnest(codes) FROM {rel}_shared_chunks UNION ALL SELECT code FROM {rel}_item_chunks)")
     assert n_codes.fetchone()[0] == result.facts["codes"]
+
+
+# docs/disassociation.md "Every release of the sweep passes the audit": clusters per (data, k).
+# They do not depend on m (HORPART and MERGE_SMALL never read it).
+SWEEP_CLUSTERS = {("bms", 2): 9_057, ("bms", 25): 974, ("informs", 2): 7_857, ("informs", 25): 661}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset,k,m", [(d, 25, m) for d in ("bms", "informs") for m in (1, 2, 3)] +
+                         [("bms", 2, 1), ("informs", 2, 1)])
+def test_sweep_subset_verifies_with_the_documented_clusters(dataset, k, m):
+    """The cheap end of the documented 24-release sweep, through the sweep command's own
+    function (``experiments.sweep_one``): k = 25 for every m and k = 2 for m = 1, on both
+    datasets. Every release passes the audit, suppresses nothing and has the docs' clusters."""
+    row = sweep_one(dataset, k, m)
+    assert row["verified"] and row["codes_suppressed"] == 0
+    assert row["clusters"] == SWEEP_CLUSTERS[dataset, k]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy,extra,constraints", [("level3", {}, 18), ("sim", {"sim_size": 10}, 60),
+                                                      ("sup", {"sup_percent": 1.25}, 56)],
+                         ids=["level3", "sim10", "sup1.25"])
+def test_informs_release_under_level3_sim_sup_passes_the_audit(con, policy, extra, constraints):
+    """INFORMS, k = 5, m = 2 (the job's), under the policies the other tests build only on toy
+    data: 18 ICD chapters (of the tree's 19), 60 blocks of 10 of the 599 codes, 56 disjoint
+    frequent itemsets at 1.25% (docs "MRE by policy"). The policy is deterministic, so are the
+    counts; every audit check passes."""
+    result = anon_duck.run(con, load_job(JOBS / "disassociation_informs.toml").with_params(policy=policy, **extra))
+    assert result.verified and all(c.passed for c in result.checks)
+    assert {c.name for c in result.checks} >= {"disassociation_chunk_km", "disassociation_cluster_size",
+                                               "disassociation_disjoint"}
+    assert (result.facts["policy"], result.facts["constraints"]) == (policy, constraints)
+    assert result.facts["codes_suppressed"] == 0
 
 
 @pytest.mark.slow

@@ -128,6 +128,30 @@ def test_expected_count_is_the_mean_of_reconstructions(con, mode):
     assert expected[0] == 5 and expected[3] == 3          # record chunk and shared chunk counts are exact
 
 
+# Digest F11, "Expected counts (2.9, mode uniform)": query, E[C_A] on Fig. 4 (no refine),
+# E[C_A] on Fig. 10 (refined); copied from the digest's table, not computed by us.
+F11_EXPECTED_COUNTS = [(["296.01", "834.0"], 2.4, 1.6), (["834.0"], 6.0, 4.0), (["834.0", "944.01"], 3.6, 3.0),
+                       (["296.00", "296.01"], 4.0, 4.0), (["692.71", "695.10"], 3.0, 3.0),
+                       (["296.01", "692.71"], 3.2, 3.2), (["296.00", "692.71"], 4.0, 4.0)]
+
+
+@pytest.mark.parametrize("refine", [False, True])
+def test_expected_counts_are_the_digest_f11_table(con, refine):
+    """The analytic E[C_A(q)] of the published toy release (Fig. 4 without refining, Fig. 10
+    with it) equals the digest's F11 table exactly: the Monte-Carlo oracle above only bounds
+    it to ±0.12, this pins the formula (e.g. {834.0} = 2 clusters × 5 × (5+1)/10 = 6.0 as
+    item-chunk codes, 10 × 4/10 = 4.0 once the shared chunk holds it)."""
+    job = load_job(DIS_TOY).with_params(refine=refine)
+    anon_duck.run(con, job)
+    b = DuckDBBackend(con)
+    tables = _tables("toy_dis", ("clusters", "record_chunks", "shared_chunks", "shared_scope", "item_chunks"))
+    idx = encode(b, ("main", "toy"), "pid", _toy_codes(con)).index_of()
+    got = _expected_counts(b, tables, [tuple(sorted(idx[c] for c in q)) for q, _, _ in F11_EXPECTED_COUNTS],
+                           "uniform")
+    want = [refined if refine else fig4 for _, fig4, refined in F11_EXPECTED_COUNTS]
+    assert [got[q] for q in range(len(want))] == pytest.approx(want, abs=1e-12)
+
+
 def _expected_counts(b, tables, queries, mode) -> dict[int, float]:
     from anon_duck.sqlrender import render
     write_workload(b, queries)

@@ -29,7 +29,7 @@ from anon_duck.job import Source, load_job  # noqa: E402
 from anon_duck.methods.lkc import measures  # noqa: E402
 from anon_duck.methods.lkc.blowup import blow_up  # noqa: E402
 
-from conftest import JOBS  # noqa: E402
+from conftest import JOBS, table_fingerprint  # noqa: E402
 
 FULL = JOBS / "lkc_adult_full.toml"
 SMALL = JOBS / "lkc_adult.toml"
@@ -96,6 +96,41 @@ def test_repository_fixture_job_runs_verifies_and_reports():
     assert rep["discernibility"]["rows"] == 30_162 and rep["discernibility"]["min_class"] >= 20
     cols = {r[0] for r in con.execute("DESCRIBE lkc_adult_release").fetchall()}
     assert "id" not in cols and "age" in cols and "age__lo" in cols
+
+
+@pytest.mark.slow
+def test_blow_up_is_seeded_and_keeps_each_record_a_variation():
+    """The Fig. 6 data (docs/lkc.md A20) on the repository fixture, alpha = 3: alpha × n rows
+    with distinct ids; copy 0 is the source; a variation keeps its record's class and
+    sensitive value and gives each QID, with probability 0.2, a value drawn uniformly from the
+    QID's observed domain, so a QID cell differs from the original with probability
+    0.2 · (1 − 1/|domain|). The same seed gives the same rows, another seed other rows."""
+    con = duckdb.connect()
+    backend = DuckDBBackend(con)
+    job = load_job(SMALL)
+    alpha, n = 3, 30_162
+    qis = [q.column for q in job.dataset.qis]
+    blow_up(backend, job, alpha)
+    first = table_fingerprint(con, "adult_big")
+    blow_up(backend, job, alpha)
+    assert table_fingerprint(con, "adult_big") == first
+    blow_up(backend, job, alpha, seed=1)
+    assert table_fingerprint(con, "adult_big") != first
+    rows, ids = con.execute("SELECT count(*), count(DISTINCT id) FROM adult_big").fetchone()
+    assert rows == ids == alpha * n
+    # b.id = copy · max(id) + original id (source ids 1..n): every row joins its original
+    joined = f"FROM adult_big b JOIN adult_src s ON s.id = (b.id - 1) % {n} + 1"
+    copy = f"(b.id - 1) // {n}"
+    other = "b.salary_class IS DISTINCT FROM s.salary_class OR b.marital_status IS DISTINCT FROM s.marital_status"
+    assert con.execute(f"SELECT count(*), count(*) FILTER ({other}) {joined}").fetchone() == (alpha * n, 0)
+    qid_changed = " OR ".join(f"b.{q} IS DISTINCT FROM s.{q}" for q in qis)
+    assert con.execute(f"SELECT count(*) FILTER ({qid_changed}) {joined} WHERE {copy} = 0").fetchone()[0] == 0
+    for q in qis:
+        domain = con.execute(f"SELECT count(DISTINCT {q}) FROM adult_src").fetchone()[0]
+        outside = con.execute(f"SELECT count(*) FROM adult_big WHERE {q} NOT IN (SELECT {q} FROM adult_src)")
+        assert outside.fetchone()[0] == 0, q
+        share = con.execute(f"SELECT avg(CAST(b.{q} IS DISTINCT FROM s.{q} AS INT)) {joined} WHERE {copy} > 0")
+        assert share.fetchone()[0] == pytest.approx(0.2 * (1 - 1 / domain), abs=0.01), q
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,18 +15,21 @@ import dataclasses
 import math
 import random
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
 from itertools import combinations
 
+import duckdb
 import pytest
 
 import anon_duck
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InfeasibleError
-from anon_duck.job import Source
+from anon_duck.job import Job, Source
 from anon_duck.verifiers import lkc_privacy
 
-from test_lkc import TOY
+from conftest import table_fingerprint
+from test_lkc import TOY, run_pais
 
 # Figure 2 (spec §4.2); Age's leaves are the intervals, raw ages map into them
 PARENT = {
@@ -179,6 +182,23 @@ def random_case(seed: int):
     return rows, L, K, C
 
 
+def table_job(con: duckdb.DuckDBPyConnection, job_file: Callable[[str], Job], rows: list[dict],
+              grown: bool | str) -> Job:
+    """The toy job on ``rows`` (written to table ``t``). ``grown``: Age without its taxonomy,
+    intervals grown at run time from [1, 99), by the InfoGain split (True) or the best valid
+    one (``"best_valid"``)."""
+    con.execute('CREATE TABLE t ("ID" INTEGER, "Job" VARCHAR, "Sex" VARCHAR, "Age" INTEGER, '
+                '"Transfuse" VARCHAR, "Surgery" VARCHAR)')
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", [tuple(r.values()) for r in rows])
+    job = job_file(TOY)
+    job = dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, source=Source(table="t")))
+    if not grown:
+        return job
+    qis = tuple(dataclasses.replace(q, hierarchy=None) if q.column == "Age" else q for q in job.dataset.qis)
+    return dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, qis=qis)).with_params(
+        root_interval={"Age": [1, 99]}, numeric_split="best_valid" if grown == "best_valid" else "infogain")
+
+
 # each option crossed with the other's default: scores × Age (static, grown), plus best_valid
 MODES = [(m, g) for m in ("infogain", "discernibility", "paper_after") for g in (False, True)] + \
         [("infogain", "best_valid"), ("discernibility", "best_valid")]
@@ -189,17 +209,9 @@ MODES = [(m, g) for m in ("infogain", "discernibility", "paper_after") for g in 
 def test_pais_agrees_with_the_brute_force_oracle(con, job_file, seed, mode, grown):
     rows, L, K, C = random_case(seed * 7 + (mode != "infogain") + 3 * (mode == "paper_after") + 100 * bool(grown)
                                 + 1000 * (grown == "best_valid"))
-    con.execute('CREATE TABLE t ("ID" INTEGER, "Job" VARCHAR, "Sex" VARCHAR, "Age" INTEGER, '
-                '"Transfuse" VARCHAR, "Surgery" VARCHAR)')
-    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", [tuple(r.values()) for r in rows])
-    job = job_file(TOY)
-    job = dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, source=Source(table="t")))
-    if grown:
-        qis = tuple(dataclasses.replace(q, hierarchy=None) if q.column == "Age" else q for q in job.dataset.qis)
-        job = dataclasses.replace(job, dataset=dataclasses.replace(job.dataset, qis=qis)).with_params(
-            root_interval={"Age": [1, 99]}, numeric_split="best_valid" if grown == "best_valid" else "infogain")
-    job = job.with_params(L=L, K=K, C=float(C), score="infogain" if mode == "infogain" else "discernibility",
-                          dc_score="paper_after" if mode == "paper_after" else "delta")
+    job = table_job(con, job_file, rows, grown).with_params(
+        L=L, K=K, C=float(C), score="infogain" if mode == "infogain" else "discernibility",
+        dc_score="paper_after" if mode == "paper_after" else "delta")
     want = oracle(rows, L, K, Fraction(C), {"Transgender"}, mode, bool(grown), grown == "best_valid")
     if want is None:
         with pytest.raises(InfeasibleError):
@@ -210,3 +222,36 @@ def test_pais_agrees_with_the_brute_force_oracle(con, job_file, seed, mode, grow
     paranoid = lkc_privacy(DuckDBBackend(con), relation="lkc_toy_release", qis=QID, sensitive="Surgery",
                            sensitive_values=["Transgender"], L=L, K=K, C=C, paranoid=True)
     assert paranoid.passed
+
+
+def _outcome(con: duckdb.DuckDBPyConnection, job: Job) -> tuple[list, list, tuple, int]:
+    """What PAIS decided and published: every round's candidates with their score inputs and
+    validity (min group, max confidence), the published trace, the release (order-free
+    fingerprint), and how many validity statements ran."""
+    _, result = run_pais(con, job)
+    rounds = [sorted(r, key=lambda e: (e.attribute, e.value)) for r in result.rounds]
+    run = anon_duck.run(con, job)
+    trace = con.execute("SELECT * FROM lkc_toy_trace ORDER BY iteration").fetchall()
+    statements = sum(stage.startswith(("lkc: validity", "lkc: split validity")) for stage, _ in run.stages)
+    return rounds, trace, table_fingerprint(con, "lkc_toy_release"), statements
+
+
+@pytest.mark.parametrize("case", ["toy", "random"])
+def test_one_grouping_set_per_statement_changes_nothing(con, job_file, case):
+    """``max_grouping_sets`` only splits the validity statements (spec §7.3): with 1, every QID
+    subset is its own statement, and a candidate checked on several subsets has its (min
+    size, max confidence) merged across statements (``State.validity``), as has the
+    threshold search of best_valid (``State.valid_thresholds``). The toy and a random table
+    with Age grown by best_valid (seed 248: 21 rows, K=1, C=0.8; L=2, so once all three QIDs
+    are active a candidate is checked on two subsets) give the same rounds, trace and release
+    as with the default 256, where everything fits in one statement. The random table is
+    chosen so that dropping either merge changes its rounds (checked by mutation)."""
+    if case == "toy":
+        job = job_file(TOY)
+    else:
+        rows, _, K, C = random_case(248)
+        job = table_job(con, job_file, rows, "best_valid").with_params(L=2, K=K, C=float(C))
+    default = _outcome(con, job)
+    one = _outcome(con, job.with_params(max_grouping_sets=1))
+    assert one[:3] == default[:3]
+    assert len(default[1]) == 7 and one[3] > default[3]
