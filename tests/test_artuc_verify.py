@@ -110,3 +110,87 @@ def test_token_of_another_class_is_a_structure_violation(con, toy):
     con.execute("INSERT INTO artuc_toy_record_tokens VALUES (?, ?)", [rec, other])
     res = {c.name: c for c in anon_duck.verify(con, toy)}
     assert not res["artuc_structure"].passed
+
+
+def kkm_oracle(release: list[tuple], tokens: list[tuple], rtok: list[tuple], k: int, m: int) -> list[tuple]:
+    """Conditions 1-2 of Definition 1 written out in Python from the three tables: a class is a
+    QI tuple (age, origin, gender), a token its sorted code set joined by '|'."""
+    from itertools import combinations
+    label = {}
+    for _cls, tok, code in tokens:
+        label.setdefault(tok, []).append(code)
+    label = {t: "|".join(sorted(c)) for t, c in label.items()}
+    tuple_of = {rec: (age, origin, gender) for rec, _cls, age, _lo, _hi, origin, gender in release}
+    members: dict[tuple, list[int]] = {}
+    for rec, key in tuple_of.items():
+        members.setdefault(key, []).append(rec)
+    held: dict[int, set[str]] = {rec: set() for rec in tuple_of}
+    for rec, tok in rtok:
+        if rec in held and tok in label:
+            held[rec].add(label[tok])
+    out = []
+    for key, recs in members.items():
+        text = " | ".join(v for v in key if v is not None)
+        if len(recs) < k:
+            out.append(("class", text, len(recs), None, None))
+        support: dict[tuple, int] = {}
+        for rec in recs:
+            for size in range(1, m + 1):
+                for items in combinations(sorted(held[rec]), size):
+                    support[items] = support.get(items, 0) + 1
+        out += [("itemset", text, len(recs), list(items), n) for items, n in support.items() if n < k]
+    return out
+
+
+def test_kkm_matches_the_oracle_on_random_releases(con, toy, monkeypatch):
+    """The integer-keyed (k, k^m) query against the oracle on random releases with what the
+    keys must get right: published classes sharing a QI tuple (A31), equal code sets in several
+    classes and tuples, a token listed twice for a record, records with no token, violations of
+    every kind and size."""
+    import random
+
+    import anon_duck.verifiers.artuc as verifier
+    monkeypatch.setattr(verifier, "LIMIT", 100_000)
+    params = get_method("artuc").check_params(toy)
+    backend = backend_for(con, toy)
+    con.execute("CREATE TABLE r_release(record INT, class INT, age VARCHAR, age__lo DOUBLE, age__hi DOUBLE, "
+                "origin VARCHAR, gender VARCHAR)")
+    con.execute("CREATE TABLE r_tokens(class INT, token INT, code VARCHAR)")
+    con.execute("CREATE TABLE r_record_tokens(record INT, token INT)")
+    tables = {"release": ("r_release",), "tokens": ("r_tokens",), "record_tokens": ("r_record_tokens",)}
+    seen = set()
+    for seed in range(40):
+        rnd = random.Random(seed)
+        k, m = rnd.randint(1, 4), rnd.randint(1, 3)
+        n_classes = rnd.randint(1, 6)
+        tuples = [(str(rnd.randint(20, 21)), rnd.choice(["Europe", "Africa"]), rnd.choice(["Male", "All"]))
+                  for _ in range(n_classes)]
+        release, tokens, rtok, next_tok = [], [], [], 0
+        for cls in range(n_classes):
+            alphabet = rnd.sample([f"c{i}" for i in range(8)], rnd.randint(1, 8))
+            mine = []
+            while alphabet:
+                size = rnd.randint(1, min(3, len(alphabet)))
+                codes, alphabet = alphabet[:size], alphabet[size:]
+                tokens += [(cls, next_tok, c) for c in codes]
+                mine.append(next_tok)
+                next_tok += 1
+            for _ in range(rnd.randint(1, 6)):
+                rec = len(release)
+                age, origin, gender = tuples[cls]
+                release.append((rec, cls, age, int(age), int(age), origin, gender))
+                holds = rnd.sample(mine, rnd.randint(0, len(mine)))
+                rtok += [(rec, t) for t in holds + holds[:rnd.randint(0, 1)]]
+        for name, rows in (("r_release", release), ("r_tokens", tokens), ("r_record_tokens", rtok)):
+            con.execute(f"DELETE FROM {name}")
+            if rows:
+                con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        kkm = {c.name: c for c in verify_release(backend, toy, tables, k=k, m=m, params=params)}["kkm_anonymity"]
+        want = kkm_oracle(release, tokens, rtok, k, m)
+        got = [(v["kind"], v["tuple"], v["class_size"], v["items"], None if v["kind"] == "class" else v["support"])
+               for v in kkm.violations]    # a column with NULLs arrives as float (NaN for NULL)
+        assert kkm.n_violations == len(want) and sorted(got, key=repr) == sorted(want, key=repr), seed
+        assert [g[:2] + (g[3],) for g in got] == sorted((g[:2] + (g[3],) for g in got),
+                                                        key=lambda g: (g[0], g[1], g[2] or [])), seed
+        seen |= {(v[0], len(v[3] or [])) for v in want}
+    assert seen >= {("class", 0), ("itemset", 1), ("itemset", 2), ("itemset", 3)}

@@ -8,6 +8,8 @@ seeded random permutations, so they say nothing about the person ids or the inpu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
+from typing import Iterable, Sized
 
 import numpy as np
 
@@ -63,28 +65,23 @@ def load_problem(backend: Backend, job: Job, inputs: Inputs, qis: list[QIInfo]) 
 
 def stage(backend: Backend, problem: Problem, qis: list[QIInfo], clusters: list[Cluster],
           results: list[GenDiagResult], seed: int) -> None:
-    """Write the clustering as the four structured tables and the readable release."""
+    """Write the clustering as the four structured tables and the readable release.
+
+    The rows are built with numpy from the flattened GenDiag tuples (token sizes, record token
+    counts, one ``np.repeat`` per column) rather than per-row Python loops: at EHRD scale that
+    is 3M record-token pairs and 0.5M token codes. Token numbers are consecutive over the
+    clusters in order; records take ``record_no`` in cluster order."""
     rng = np.random.default_rng(seed)
     class_no = rng.permutation(len(clusters))
     n_rec = sum(c.size for c in clusters)
     record_no = rng.permutation(n_rec)
-    rec_class, tok_class, tok_no, tok_code, rt_rec, rt_tok = [], [], [], [], [], []
-    next_rec = next_tok = 0
-    for ci, (c, res) in enumerate(zip(clusters, results)):
-        base = next_tok
-        for t, codes in enumerate(res.tokens):
-            tok_class.extend([class_no[ci]] * len(codes))
-            tok_no.extend([base + t] * len(codes))
-            tok_code.extend(problem.labels[list(codes)])
-        next_tok += len(res.tokens)
-        for toks in res.record_tokens:
-            r = record_no[next_rec]
-            rec_class.append((r, class_no[ci]))
-            rt_rec.extend([r] * len(toks))
-            rt_tok.extend(base + t for t in toks)
-            next_rec += 1
-    backend.write_table(OUT_RECORDS, {"record": np.array([r for r, _ in rec_class], dtype=np.int64),
-                                      "class": np.array([c for _, c in rec_class], dtype=np.int64)})
+    tokens = [res.tokens for res in results]
+    holdings = [res.record_tokens for res in results]
+    tokens_per_cluster, records_per_cluster = _lengths(tokens), _lengths(holdings)
+    token_size, record_len = _lengths(chain.from_iterable(tokens)), _lengths(chain.from_iterable(holdings))
+    first_token = np.cumsum(tokens_per_cluster) - tokens_per_cluster
+    records = record_no[:record_len.size]
+    backend.write_table(OUT_RECORDS, {"record": records, "class": np.repeat(class_no, records_per_cluster)})
     cls: dict[str, np.ndarray] = {"class": class_no.astype(np.int64)}
     for q in qis:
         if q.numeric:
@@ -93,11 +90,25 @@ def stage(backend: Backend, problem: Problem, qis: list[QIInfo], clusters: list[
         else:
             cls[f"q{q.i}_node"] = problem.demo.trees[q.i].nodes[[c.node[q.i] for c in clusters]].astype(object)
     backend.write_table(OUT_CLASSES, cls)
-    backend.write_table(OUT_TOKENS, {"class": np.array(tok_class, dtype=np.int64),
-                                     "token": np.array(tok_no, dtype=np.int64),
-                                     "code": np.array(tok_code, dtype=object)})
-    backend.write_table(OUT_RECORD_TOKENS, {"record": np.array(rt_rec, dtype=np.int64),
-                                            "token": np.array(rt_tok, dtype=np.int64)})
+    backend.write_table(OUT_TOKENS, {
+        "class": np.repeat(np.repeat(class_no, tokens_per_cluster), token_size),
+        "token": np.repeat(np.arange(token_size.size, dtype=np.int64), token_size),
+        "code": problem.labels[_flat(tokens, int(token_size.sum()))]})
+    backend.write_table(OUT_RECORD_TOKENS, {
+        "record": np.repeat(records, record_len),
+        "token": _flat(holdings, int(record_len.sum()))
+        + np.repeat(np.repeat(first_token, records_per_cluster), record_len)})
     backend.run("artuc: release", render("artuc/release.sql.j2", target=OUT_RELEASE, records=OUT_RECORDS,
                                          classes=OUT_CLASSES, tokens=OUT_TOKENS, record_tokens=OUT_RECORD_TOKENS,
                                          qis=[q.ctx() for q in qis]))
+
+
+def _lengths(items: Iterable[Sized]) -> np.ndarray:
+    """len() of each item, as int64."""
+    return np.fromiter(map(len, items), dtype=np.int64)
+
+
+def _flat(nested: list[tuple[tuple[int, ...], ...]], count: int) -> np.ndarray:
+    """The ints of per-cluster tuples of tuples, in order, as one int64 array: chained in C
+    (itertools), with the size known up front, instead of list.extend per row."""
+    return np.fromiter(chain.from_iterable(chain.from_iterable(nested)), dtype=np.int64, count=count)
