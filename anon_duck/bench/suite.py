@@ -34,10 +34,9 @@ PLAN: tuple[Step, ...] = (
     Step("lkc_curve", "LKC scaling curve", ("lkc_adult",), curve=(0.2, 0.4, 0.6, 0.8, 1.0)),
     Step("dis_curve", "Disassociation scaling curve", ("disassociation_bms",), curve=(1, 2, 4, 8)),
     Step("long_curve", "Longitudinal scaling curve", ("longitudinal_d50",), curve=(0.125, 0.25, 0.5, 1.0)),
-    # EHRD-like at full size takes ~25 min here (docs/artuc.md, Speed): the suite runs its
-    # growth up to 25K records; `anon-duck bench artuc_ehrd --reps 1` runs the full size.
-    Step("artuc_ehrd_curve", "ArtUC on EHRD-like data (k = 10, m = 2), 6K…25K records", ("artuc_ehrd",),
-         curve=(0.03, 0.06, 0.12)),
+    # EHRD-like up to its full size (208,387 records, ~45 s; docs/artuc.md, Speed)
+    Step("artuc_ehrd_curve", "ArtUC on EHRD-like data (k = 10, m = 2), 6K…208K records", ("artuc_ehrd",),
+         curve=(0.03, 0.12, 0.25, 0.5, 1.0)),
     Step("artuc_curve", "ArtUC on INFORMS-like data ×1, ×2", ("artuc_informs_like",), curve=(1, 2)),
     Step("cf_curve", "Counterfeit lattice search scaling curve (Adult ×1…×40)", ("counterfeit_adult",),
          curve=(1, 2, 4, 8, 40)),
