@@ -75,6 +75,20 @@ def _reaches(rows: np.ndarray, tsup: np.ndarray, p: np.ndarray, n_p: int, k: int
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _leave_block(t: int, b: int, tsize: np.ndarray, bsingle: np.ndarray, salive: np.ndarray, btok: np.ndarray,
+                 slot: np.ndarray, boff: np.ndarray, blen: np.ndarray) -> None:
+    """Token t (merged or suppressed) is no longer present in block b: the last present token
+    takes its slot, and a singleton leaves the by-support candidates."""
+    if tsize[t] == 1:
+        bsingle[b] -= 1
+        salive[t] = False
+    last = btok[boff[b] + blen[b] - 1]
+    btok[slot[t]] = last
+    slot[last] = slot[t]
+    blen[b] -= 1
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _holds(p: np.ndarray, n_p: int, t: int) -> bool:
     for j in range(n_p):
         if p[j] == t:
@@ -231,13 +245,7 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                     e = p[e_at]
                     s += tsize[e]
                     b = tblock[e]
-                    if tsize[e] == 1:
-                        bsingle[b] -= 1
-                        salive[e] = False
-                    last = btok[boff[b] + blen[b] - 1]
-                    btok[slot[e]] = last
-                    slot[last] = slot[e]
-                    blen[b] -= 1
+                    _leave_block(e, b, tsize, bsingle, salive, btok, slot, boff, blen)
                     c = head[e]
                     while c >= 0:
                         rep[c] = -1
@@ -344,13 +352,7 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
             u, v = best_u, best_v
             b = tblock[u]
             for t in (u, v):
-                if tsize[t] == 1:
-                    bsingle[b] -= 1
-                    salive[t] = False
-                last = btok[boff[b] + blen[b] - 1]
-                btok[slot[t]] = last
-                slot[last] = slot[t]
-                blen[b] -= 1
+                _leave_block(t, b, tsize, bsingle, salive, btok, slot, boff, blen)
             for w in range(words):
                 rows[new, w] = rows[u, w] | rows[v, w]
             tsup[new] = _count(rows[new])
