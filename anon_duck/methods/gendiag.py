@@ -29,11 +29,14 @@ Resolutions of the pseudocode's gaps (spec rt_kkm §3.2; docs/artuc.md):
 Why it is fast enough for EHRD-sized clusters (thousands of records, ~10^5 itemsets in Q),
 without changing a single decision of the pseudocode:
 
-* Q is counted with numpy (all 1..m-combinations of every record at once, one ``unique``).
+* Q (Step 2) is counted compiled for m <= 2 (an inverted index, no sort) and with numpy for
+  larger m (all 1..m-combinations of every record at once, one ``unique``).
 * Steps 3-14, a chain of up to ~10^5 merges each depending on the previous one, run compiled
   (:mod:`anon_duck.methods.gendiag_kernel`, numba) over packed record bitsets per token:
   sup(p) is the popcount of the AND of p's tokens' bitsets, and a merge is one OR. Step 6
-  counts partners' supports over the few records that can change them when that is cheaper.
+  visits singleton candidates by support and stops at an exact bound.
+* The result keeps arrays and makes its tuples on first use: ArtUC's Step 20 needs only the
+  UL of most unions it scores.
 
 References
 ----------
@@ -50,7 +53,7 @@ import numpy as np
 
 from . import gendiag_kernel as _kernel
 
-_SMALL_Q = 2048        # Q of a cluster with fewer (record, itemset) pairs is counted in Python
+_SMALL_Q = 2048        # m >= 3: Q of a cluster with fewer (record, itemset) pairs is counted in Python
 
 
 class GenDiagResult:
