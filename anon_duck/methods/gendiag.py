@@ -110,6 +110,21 @@ class GenDiagResult:
         return self._record_tokens
 
     @property
+    def token_sizes(self) -> np.ndarray:
+        """|ũ| of each token of C', in token order."""
+        return self._sizes
+
+    @property
+    def token_codes(self) -> np.ndarray:
+        """The tokens' code ids, token after token (``token_sizes`` each), ascending within one."""
+        return self._codes
+
+    @property
+    def held(self) -> tuple[np.ndarray, np.ndarray]:
+        """``record_tokens`` as arrays: ``flat[bounds[i]:bounds[i+1]]`` are record i's tokens."""
+        return self._flat, self._bounds
+
+    @property
     def record_suppressed(self) -> tuple[int, ...]:
         return tuple(self._rec_sup.tolist())
 

@@ -35,6 +35,13 @@ def _popcount(x: np.uint64) -> int:
     return int((x * _H01) >> _S56)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _lowest_bit(x: np.uint64) -> int:
+    """Index of the lowest set bit of a non-zero word (a bitset is read by taking it, then
+    clearing it with ``x & (x - 1)``)."""
+    return _popcount((x & (~x + _ONE)) - _ONE)
+
+
 @njit(cache=True, nogil=True)
 def _count(bits: np.ndarray) -> int:
     total = 0
@@ -112,9 +119,8 @@ def _token_counts(recs: np.ndarray, local: np.ndarray, start: np.ndarray, rep: n
     for w in range(recs.size):
         word = recs[w]
         while word != _ZERO:
-            low = word & (~word + _ONE)
-            i = w * 64 + _popcount(low - _ONE)
-            word ^= low
+            i = w * 64 + _lowest_bit(word)
+            word &= word - _ONE
             for at in range(start[i], start[i + 1]):
                 t = rep[local[at]]
                 if t >= 0 and seen[t] != i:
@@ -468,9 +474,8 @@ def initial_q(n: int, local: np.ndarray, start: np.ndarray, gamma: int, k: int, 
                 word = mark[w]
                 mark[w] = _ZERO
                 while word != _ZERO:
-                    low = word & (~word + _ONE)
-                    b = w * 64 + _popcount(low - _ONE)
-                    word ^= low
+                    b = w * 64 + _lowest_bit(word)
+                    word &= word - _ONE
                     if cnt[b] < k:
                         qa[n_q], qb[n_q], qsup[n_q] = a, b, cnt[b]
                         n_q += 1

@@ -188,6 +188,7 @@ class ArtUC:
             ul, partner, res, ncp_sum = best
             merged = self._union(c_ul, partner)                                            # Step 21
             self._gendiag_cache[merged.cid] = res
+            self._support_cache[merged.cid] = self._code_support(c_ul) + self._code_support(partner)
             self._ul_cache[merged.cid] = ul
             del live[c_ul.cid], live[partner.cid]
             for gone in (c_ul.cid, partner.cid):               # merged away: free their cached results

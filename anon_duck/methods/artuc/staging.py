@@ -8,8 +8,6 @@ seeded random permutations, so they say nothing about the person ids or the inpu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
-from typing import Iterable, Sized
 
 import numpy as np
 
@@ -67,18 +65,19 @@ def stage(backend: Backend, problem: Problem, qis: list[QIInfo], clusters: list[
           results: list[GenDiagResult], seed: int) -> None:
     """Write the clustering as the four structured tables and the readable release.
 
-    The rows are built with numpy from the flattened GenDiag tuples (token sizes, record token
-    counts, one ``np.repeat`` per column) rather than per-row Python loops: at EHRD scale that
+    The rows are built with numpy from GenDiag's arrays (token sizes and codes, record token
+    positions; one ``np.repeat`` per column) rather than per-row Python loops: at EHRD scale that
     is 3M record-token pairs and 0.5M token codes. Token numbers are consecutive over the
     clusters in order; records take ``record_no`` in cluster order."""
     rng = np.random.default_rng(seed)
     class_no = rng.permutation(len(clusters))
     n_rec = sum(c.size for c in clusters)
     record_no = rng.permutation(n_rec)
-    tokens = [res.tokens for res in results]
-    holdings = [res.record_tokens for res in results]
-    tokens_per_cluster, records_per_cluster = _lengths(tokens), _lengths(holdings)
-    token_size, record_len = _lengths(chain.from_iterable(tokens)), _lengths(chain.from_iterable(holdings))
+    held = [res.held for res in results]
+    tokens_per_cluster = np.array([res.token_sizes.size for res in results], dtype=np.int64)
+    records_per_cluster = np.array([bounds.size - 1 for _, bounds in held], dtype=np.int64)
+    token_size = _cat([res.token_sizes for res in results])
+    record_len = _cat([np.diff(bounds) for _, bounds in held])
     first_token = np.cumsum(tokens_per_cluster) - tokens_per_cluster
     records = record_no[:record_len.size]
     backend.write_table(OUT_RECORDS, {"record": records, "class": np.repeat(class_no, records_per_cluster)})
@@ -93,22 +92,15 @@ def stage(backend: Backend, problem: Problem, qis: list[QIInfo], clusters: list[
     backend.write_table(OUT_TOKENS, {
         "class": np.repeat(np.repeat(class_no, tokens_per_cluster), token_size),
         "token": np.repeat(np.arange(token_size.size, dtype=np.int64), token_size),
-        "code": problem.labels[_flat(tokens, int(token_size.sum()))]})
+        "code": problem.labels[_cat([res.token_codes for res in results])]})
     backend.write_table(OUT_RECORD_TOKENS, {
         "record": np.repeat(records, record_len),
-        "token": _flat(holdings, int(record_len.sum()))
-        + np.repeat(np.repeat(first_token, records_per_cluster), record_len)})
+        "token": _cat([flat for flat, _ in held]) + np.repeat(np.repeat(first_token, records_per_cluster), record_len)})
     backend.run("artuc: release", render("artuc/release.sql.j2", target=OUT_RELEASE, records=OUT_RECORDS,
                                          classes=OUT_CLASSES, tokens=OUT_TOKENS, record_tokens=OUT_RECORD_TOKENS,
                                          qis=[q.ctx() for q in qis]))
 
 
-def _lengths(items: Iterable[Sized]) -> np.ndarray:
-    """len() of each item, as int64."""
-    return np.fromiter(map(len, items), dtype=np.int64)
-
-
-def _flat(nested: list[tuple[tuple[int, ...], ...]], count: int) -> np.ndarray:
-    """The ints of per-cluster tuples of tuples, in order, as one int64 array: chained in C
-    (itertools), with the size known up front, instead of list.extend per row."""
-    return np.fromiter(chain.from_iterable(chain.from_iterable(nested)), dtype=np.int64, count=count)
+def _cat(arrays: list[np.ndarray]) -> np.ndarray:
+    """The int64 arrays of the clusters end to end (empty for no cluster)."""
+    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, dtype=np.int64)
