@@ -26,3 +26,19 @@ def distinct_names(where: str, names: Sequence[str]) -> None:
 
 def show(relation: Relation) -> str:
     return repr(relation if isinstance(relation, str) else ".".join(relation))
+
+
+def column_names(verifier: str, arg: str, values: Sequence[str], *, allow_empty: bool = False) -> list[str]:
+    """A non-empty (unless allow_empty) list of distinct column names."""
+    if isinstance(values, str):
+        raise InputError(f"{verifier}: {arg} must be a list of column names, not the string {values!r}")
+    out = [nonempty_name(verifier, arg, v) for v in values]
+    if not out and not allow_empty:
+        raise InputError(f"{verifier}: {arg} must name at least one column")
+    distinct_names(verifier, out)
+    return out
+
+
+def positive_int(verifier: str, arg: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(f"{verifier}: {arg} must be an integer >= 1; got {value!r}")

@@ -1,23 +1,32 @@
-"""The one Jinja environment over ``sql/`` and ``macros/``.
+"""The Jinja environments over ``sql/`` (the project's templates) and ``macros/`` (the dbt
+package: the privacy checks and risk measures).
 
 Identifiers reach SQL only through the ``ident`` filter (sqlglot, always quoted); values are
 bound parameters (``$k``) or, where an engine cannot bind (views, DDL, values that shape the
 query), the ``lit`` filter (sqlglot literal). Every rendered statement is parsed by sqlglot
 before it runs, so a broken template fails loudly at render time instead of half-way through
 a run.
+
+``macros/`` is written for dbt (``adapter.dispatch``, ``exceptions.raise_compiler_error``,
+``return``, ``modules.itertools``; its own quoting and literal macros) so that dbt users and
+the Python verifiers run the same SQL. :func:`dbt_macros` loads it with a small shim that gives
+those names their dbt meaning, and templates in ``sql/`` call the package as ``anon_duck.<macro>``.
+Only dbt reads ``macros/generic_tests/`` (``{% test %}`` blocks).
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Hashable, Iterable, Iterator
 
 import jinja2
 import sqlglot
 from sqlglot import exp
 
-from .errors import TemplateError
+from .errors import InputError, TemplateError
 
 _PKG = Path(__file__).resolve().parent
 # In a source checkout the templates sit next to the package; in a wheel they are
@@ -52,10 +61,96 @@ def _fail(message: str) -> None:
     raise TemplateError(message)
 
 
+DBT_PACKAGE = "anon_duck"
+# Folders of macros/ that only dbt reads: generic tests are dbt syntax ({% test %}).
+DBT_ONLY = ("generic_tests",)
+
+
+class _MacroReturn(Exception):
+    """dbt's ``return(value)``: ends a macro with a value (a list, a number) instead of text."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+def _return(value: Any) -> None:
+    raise _MacroReturn(value)
+
+
+def _wrap(macro: Any) -> Any:
+    """Call a macro as dbt does: the value of ``return(...)`` if it returns one, else its text."""
+    @functools.wraps(macro)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return macro(*args, **kwargs)
+        except _MacroReturn as ret:
+            return ret.value
+    return call
+
+
+def _compiler_error(message: str) -> None:
+    """dbt's ``exceptions.raise_compiler_error``: the macros' argument checks name the argument."""
+    raise InputError(message)
+
+
+class _Adapter:
+    """The part of dbt's ``adapter`` the package uses: ``dispatch(name, package)`` returns
+    ``<engine>__name`` if the package defines it, else ``default__name``."""
+
+    def __init__(self, engine: str, macros: dict[str, Any]) -> None:
+        self.engine, self._macros = engine, macros
+
+    def dispatch(self, name: str, macro_namespace: str | None = None) -> Any:
+        if macro_namespace not in (None, DBT_PACKAGE):
+            raise TemplateError(f"dispatch: unknown macro namespace {macro_namespace!r}")
+        for candidate in (f"{self.engine}__{name}", f"default__{name}"):
+            if candidate in self._macros:
+                return self._macros[candidate]
+        raise TemplateError(f"dispatch: the {DBT_PACKAGE} package has no macro {name!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def dbt_macros(engine: str = "duckdb") -> SimpleNamespace:
+    """The dbt package in ``macros/`` as ``anon_duck.<macro>`` for ``engine``: every macro file
+    (but the dbt-only folders) loaded in one Jinja environment whose globals are the dbt names
+    the macros use. A template module copies the globals when it is made, so the package
+    object and the dispatch table go in first, empty, and are filled as the files load."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(MACROS_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        extensions=["jinja2.ext.do"],
+    )
+    macros: dict[str, Any] = {}
+    package = SimpleNamespace()
+    env.globals.update({
+        DBT_PACKAGE: package,
+        "adapter": _Adapter(engine, macros),
+        "exceptions": SimpleNamespace(raise_compiler_error=_compiler_error),
+        "modules": SimpleNamespace(itertools=itertools),
+        "return": _return,
+        "execute": False,
+    })
+    for path in sorted(MACROS_DIR.rglob("*.sql")):
+        relative = path.relative_to(MACROS_DIR)
+        if relative.parts[0] in DBT_ONLY:
+            continue
+        module = env.get_template(relative.as_posix()).module
+        for name in dir(module):
+            value = getattr(module, name)
+            if isinstance(value, jinja2.runtime.Macro):
+                if name in macros:
+                    raise TemplateError(f"macro {name!r} is defined twice in {MACROS_DIR}")
+                macros[name] = _wrap(value)
+                setattr(package, name, macros[name])
+    return package
+
+
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(SQL_DIR), str(MACROS_DIR)]),
+        loader=jinja2.FileSystemLoader([str(SQL_DIR)]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -66,6 +161,7 @@ def environment() -> jinja2.Environment:
     env.filters["qualified"] = qualified
     env.filters["lit"] = lit
     env.globals["fail"] = _fail
+    env.globals[DBT_PACKAGE] = dbt_macros("duckdb")
     return env
 
 

@@ -38,7 +38,7 @@ def verify_release(backend: Backend, job: Job, tables: Mapping[str, tuple[str, .
         _check(backend, "artuc_structure", render("verify/artuc_structure_violations.sql.j2", release=release,
                                                   tokens=tokens, record_tokens=rtok, qis=qis), {}),
         _check(backend, "kkm_anonymity", render("verify/artuc_kkm_violations.sql.j2", release=release, tokens=tokens,
-                                                record_tokens=rtok, qis=qis, m=m), {"k": k}),
+                                                record_tokens=rtok, qis=qis, k=k, m=m), {}),
     ]
     if not constraints:
         return out

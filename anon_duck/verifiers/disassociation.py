@@ -39,8 +39,8 @@ def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: i
         return out
     names = {s: tables[s] for s in COLUMNS}
     checks = [
-        ("disassociation_chunk_km", "verify/disassociation_chunk_km.sql.j2", {"m": m}, {"k": k},
-         ("chunk_id", "size", "items", "support")),
+        ("disassociation_chunk_km", "verify/disassociation_chunk_km.sql.j2", {"k": k, "m": m}, {},
+         ("chunk_id", "size", *(f"item_{i}" for i in range(1, m + 1)), "support")),
         ("disassociation_cluster_size", "verify/disassociation_cluster_size.sql.j2", {}, {"k": k},
          ("cluster_id", "n_records")),
         ("disassociation_chunk_rows", "verify/disassociation_chunk_rows.sql.j2", {}, {},
@@ -52,9 +52,18 @@ def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: i
         rows = backend.rows(f"verify {name}", render(template, **context, **names),
                             {**bound, "limit": max(limit, 1)})
         total = int(rows[0][-1]) if rows else 0
-        violations = [{f: (list(v) if isinstance(v, (list, tuple)) else v) for f, v in zip(fields, r)}
-                      for r in rows[:limit]]
+        violations = [_evidence(fields, r) for r in rows[:limit]]
         out.append(CheckResult(name, total == 0, total, violations, {"k": k, "m": m}))
+    return out
+
+
+def _evidence(fields: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    """One violation as a dict; an itemset's positional item_1 .. item_m columns become one
+    sorted ``items`` list of its ``size`` codes, as the generic k^m verifier reports it."""
+    out = {f: (list(v) if isinstance(v, (list, tuple)) else v) for f, v in zip(fields, row)}
+    if "item_1" in out:
+        items = [out.pop(f) for f in fields if f.startswith("item_")]
+        out["items"] = items[:int(out["size"])]
     return out
 
 
@@ -66,7 +75,7 @@ def _columns(backend: Backend, tables: Mapping[str, Sequence[str]],
             violations.append({"table": suffix, "problem": "missing"})
             continue
         got = tuple(backend.fetch(f"verify disassociation columns of {suffix}",
-                                  render("verify/disassociation_columns.sql.j2", relation=tables[suffix])))
+                                  render("verify/relation_columns.sql.j2", relation=tables[suffix])))
         if got != expected:
             violations.append({"table": suffix, "problem": f"columns {list(got)}, expected {list(expected)}"})
     extra = sorted(set(tables) - set(columns))

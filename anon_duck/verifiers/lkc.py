@@ -30,8 +30,8 @@ def interval_cut(backend: Backend, *, relation: tuple[str, ...], column: str, li
 
 def release_columns(backend: Backend, *, relation: tuple[str, ...], allowed: Sequence[str]) -> CheckResult:
     """Every column of the release is in ``allowed``; the extra ones are the violations."""
-    names = [r[0] for r in backend.rows("verify lkc: release columns",
-                                        render("verify/lkc_columns.sql.j2", relation=relation))]
+    names = list(backend.fetch("verify lkc: release columns", render("verify/relation_columns.sql.j2",
+                                                                     relation=relation)))
     extra = [n for n in names if n not in set(allowed)]
     return CheckResult("lkc_release_columns", not extra, len(extra), [{"column": n} for n in extra],
                        {"columns": names})

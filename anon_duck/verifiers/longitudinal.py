@@ -34,8 +34,8 @@ def columns(backend: Backend, *, patients: Relation, events: Relation, forbidden
     column (the payload columns of ``patients`` are the job's keep/sensitive/class columns)."""
     violations = []
     for name, relation, expected in (("patients", patients, EXPECTED_PATIENTS), ("events", events, EXPECTED_EVENTS)):
-        have = [r[0] for r in backend.rows(f"verify longitudinal columns of {name}",
-                                           render("verify/longitudinal_columns.sql.j2", relation=relation))]
+        have = list(backend.fetch(f"verify longitudinal columns of {name}",
+                                  render("verify/relation_columns.sql.j2", relation=relation)))
         violations += [{"table": name, "column": c, "problem": "missing"} for c in expected if c not in have]
         violations += [{"table": name, "column": c, "problem": "identifying column released"}
                        for c in have if c in forbidden]

@@ -35,7 +35,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..backend.base import Backend
-from ..argcheck import Relation, distinct_names, nonempty_name, show
+from ..argcheck import Relation, column_names, distinct_names, nonempty_name, positive_int, show
 from ..errors import InputError
 from ..sqlrender import render
 
@@ -69,12 +69,13 @@ def k_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], k: 
     max_class_size, k. Reserved key: ``class_size``.
     """
     name = "k_anonymity"
-    qis = _names(name, "qis", qis)
-    _positive(name, "k", k)
+    qis = column_names(name, "qis", qis)
+    positive_int(name, "k", k)
     _reserved(name, qis, ("class_size",))
-    _refuse_nulls(backend, name, relation, qis)
-    rows = backend.rows(f"verify {name}", render("verify/k_anonymity_violations.sql.j2", relation=relation, qis=qis),
-                        {"k": int(k), "limit": _sql_limit(limit)})
+    refuse_nulls(backend, name, relation, qis)
+    rows = backend.rows(f"verify {name}", render("verify/k_anonymity_violations.sql.j2", relation=relation, qis=qis,
+                                                 k=int(k)),
+                        {"limit": _sql_limit(limit)})
     violations = [{**_qi_dict(qis, r), "class_size": r[len(qis)]} for r in rows]
     summary = _class_summary(backend, name, relation, qis, None)
     return _result(name, rows, violations, limit, {**summary, "k": int(k)})
@@ -93,16 +94,16 @@ def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
     ``n_distinct``.
     """
     name = "l_diversity"
-    qis = _names(name, "qis", qis)
+    qis = column_names(name, "qis", qis)
     sensitive = nonempty_name(name, "sensitive", sensitive)
-    _positive(name, "l", l)
+    positive_int(name, "l", l)
     if sensitive in qis:
         raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
     _reserved(name, qis, ("class_size", "n_distinct"))
-    _refuse_nulls(backend, name, relation, [*qis, sensitive])
+    refuse_nulls(backend, name, relation, [*qis, sensitive])
     rows = backend.rows(f"verify {name}", render("verify/l_diversity_violations.sql.j2", relation=relation, qis=qis,
-                                                 sensitive=sensitive),
-                        {"l": int(l), "limit": _sql_limit(limit)})
+                                                 sensitive=sensitive, l=int(l)),
+                        {"limit": _sql_limit(limit)})
     n = len(qis)
     violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1]} for r in rows]
     summary = _class_summary(backend, name, relation, qis, sensitive)
@@ -130,18 +131,19 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     """
     name = "km_anonymity"
     id_col, code_col = nonempty_name(name, "id_col", id_col), nonempty_name(name, "code_col", code_col)
-    group_cols = _names(name, "group_cols", group_cols, allow_empty=True)
-    _positive(name, "k", k)
-    _positive(name, "m", m)
+    group_cols = column_names(name, "group_cols", group_cols, allow_empty=True)
+    positive_int(name, "k", k)
+    positive_int(name, "m", m)
     distinct_names(name, [id_col, code_col, *group_cols])
     _reserved(name, group_cols, ("size", "items", "support"))
-    n_rows, _, distinct = _refuse_nulls(backend, name, relation, [id_col, code_col, *group_cols], distinct=[id_col])
+    n_rows, _, distinct = refuse_nulls(backend, name, relation, [id_col, code_col, *group_cols], distinct=[id_col])
     m_eff = _itemset_bound(backend, name, relation, id_col, code_col, m)
     rows = backend.rows(f"verify {name}", render("verify/km_anonymity_violations.sql.j2", relation=relation,
-                                                 id_col=id_col, code_col=code_col, group_cols=group_cols, m=m_eff),
-                        {"k": int(k), "limit": _sql_limit(limit)})
+                                                 id_col=id_col, code_col=code_col, group_cols=group_cols, k=int(k),
+                                                 m=m_eff),
+                        {"limit": _sql_limit(limit)})
     g = len(group_cols)
-    violations = [{**_qi_dict(group_cols, r), "size": r[g], "items": list(r[g + 1]), "support": r[g + 2]}
+    violations = [{**_qi_dict(group_cols, r), "size": r[g], "items": _items(r, g + 1, r[g]), "support": r[g + 1 + m_eff]}
                   for r in rows]
     return _result(name, rows, violations, limit,
                    {"n_rows": n_rows, "n_records": distinct[id_col], "k": int(k), "m": int(m)})
@@ -170,25 +172,27 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     Reserved keys: ``kind``, ``class_size``, ``size``, ``items``, ``support``.
     """
     name = "kkm_anonymity"
-    qis = _names(name, "qis", qis)
+    qis = column_names(name, "qis", qis)
     id_col, code_col = nonempty_name(name, "id_col", id_col), nonempty_name(name, "code_col", code_col)
-    _positive(name, "k", k)
-    _positive(name, "m", m)
+    positive_int(name, "k", k)
+    positive_int(name, "m", m)
     if id_col in qis:
         raise InputError(f"{name}: the id column {id_col!r} is also a QI")
     _reserved(name, qis, ("kind", "class_size", "size", "items", "support"))
-    n_rows, _, distinct = _refuse_nulls(backend, name, relation, [id_col, *qis], distinct=[id_col])
+    n_rows, _, distinct = refuse_nulls(backend, name, relation, [id_col, *qis], distinct=[id_col])
     if distinct[id_col] != n_rows:
         raise InputError(f"{name}: {n_rows - distinct[id_col]} duplicate value(s) in id column {id_col!r} of the "
                          "record relation; it must hold one row per record")
-    _refuse_nulls(backend, name, codes_relation, [id_col, code_col])
+    refuse_nulls(backend, name, codes_relation, [id_col, code_col])
+    m_eff = _itemset_bound(backend, name, codes_relation, id_col, code_col, m)
     rows = backend.rows(f"verify {name}", render("verify/kkm_anonymity_violations.sql.j2", relation=relation, qis=qis,
                                                  codes_relation=codes_relation, id_col=id_col, code_col=code_col,
-                                                 m=_itemset_bound(backend, name, codes_relation, id_col, code_col, m)),
-                        {"k": int(k), "limit": _sql_limit(limit)})
+                                                 k=int(k), m=m_eff),
+                        {"limit": _sql_limit(limit)})
     n = len(qis)
     violations = [{"kind": r[0], **_qi_dict(qis, r[1:]), "class_size": r[n + 1], "size": r[n + 2],
-                   "items": None if r[n + 3] is None else list(r[n + 3]), "support": r[n + 4]} for r in rows]
+                   "items": None if r[n + 2] is None else _items(r, n + 3, r[n + 2]), "support": r[n + 3 + m_eff]}
+                  for r in rows]
     summary = _class_summary(backend, name, relation, qis, None)
     summary["n_records"] = summary.pop("n_rows")
     return _result(name, rows, violations, limit, {**summary, "k": int(k), "m": int(m)})
@@ -229,29 +233,28 @@ def lkc_privacy(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
     active_qis, subset sizes, n_subsets, n_statements.
     """
     name = "lkc_privacy"
-    qis = _names(name, "qis", qis)
+    qis = column_names(name, "qis", qis)
     if not isinstance(L, int) or L < 1:
         raise InputError(f"{name}: L must be an integer >= 1; got {L!r}")
-    _positive(name, "K", K)
-    _positive(name, "max_sets", max_sets)
+    positive_int(name, "K", K)
+    positive_int(name, "max_sets", max_sets)
     _sql_limit(limit)
     c = _fraction(name, C)
-    sensitive, params = _lkc_sensitive(name, qis, sensitive, sensitive_values)
+    sensitive, values = _lkc_sensitive(name, qis, sensitive, sensitive_values)
     n_rows, sets, active = _lkc_sets(backend, name, relation, qis, sensitive, L, paranoid)
     detail = {"L": L, "K": int(K), "C": str(c), "active_qis": active, "paranoid": paranoid,
               "subset_sizes": sorted({len(s) for s in sets}), "n_subsets": len(sets), "n_statements": 0,
               "n_rows": n_rows}
     if n_rows == 0:
         return CheckResult(name, True, 0, [], detail)
-    if sensitive is not None:
-        params |= {"c_num": c.numerator, "c_den": c.denominator}
     total, violations = 0, []
     for chunk in _chunks(sets, max_sets):
         remaining = max(limit - len(violations), 0)
         rows = backend.rows(f"verify {name} ({len(chunk)} grouping sets)",
                             render("verify/lkc_violations.sql.j2", relation=relation, qis=qis, sensitive=sensitive,
+                                   sensitive_values=values, K=int(K), c_num=c.numerator, c_den=c.denominator,
                                    sets=chunk),
-                            {**params, "K": int(K), "limit": _sql_limit(remaining)})
+                            {"limit": _sql_limit(remaining)})
         detail["n_statements"] += 1
         total += rows[0][-1] if rows else 0
         violations += [_lkc_violation(qis, r) for r in rows[:remaining]]
@@ -267,11 +270,11 @@ def lkc_groups(backend: Backend, *, relation: Relation, qis: Sequence[str], sens
     e.g. the 12 size-2 groups of seed 003's Table 2 (spec lkc_privacy §4.4); it returns every
     group, so use it on small relations or for debugging."""
     name = "lkc_groups"
-    qis = _names(name, "qis", qis)
+    qis = column_names(name, "qis", qis)
     if not isinstance(L, int) or L < 1:
         raise InputError(f"{name}: L must be an integer >= 1; got {L!r}")
-    _positive(name, "max_sets", max_sets)
-    sensitive, params = _lkc_sensitive(name, qis, sensitive, sensitive_values)
+    positive_int(name, "max_sets", max_sets)
+    sensitive, values = _lkc_sensitive(name, qis, sensitive, sensitive_values)
     n_rows, sets, _ = _lkc_sets(backend, name, relation, qis, sensitive, L, paranoid)
     if n_rows == 0:
         return []
@@ -279,7 +282,7 @@ def lkc_groups(backend: Backend, *, relation: Relation, qis: Sequence[str], sens
     for chunk in _chunks(sets, max_sets):
         rows = backend.rows(f"verify {name} ({len(chunk)} grouping sets)",
                             render("verify/lkc_groups.sql.j2", relation=relation, qis=qis, sensitive=sensitive,
-                                   sets=chunk), params or None)
+                                   sensitive_values=values, sets=chunk))
         n = len(qis)
         for r in rows:
             subset = _gid_subset(qis, r[0])
@@ -298,27 +301,28 @@ def lkc_subsets(qis: Sequence[str], active: Sequence[str], L: int, paranoid: boo
 
 
 def _lkc_sensitive(name: str, qis: list[str], sensitive: str | None,
-                   sensitive_values: Sequence[Any] | None) -> tuple[str | None, dict[str, Any]]:
-    """The sensitive column to render (None = only the K condition) and its bound params."""
+                   sensitive_values: Sequence[Any] | None) -> tuple[str | None, list[str] | None]:
+    """The sensitive column to render (None = only the K condition) and the values of S as
+    text (None = every value)."""
     if sensitive is None:
-        return None, {}
+        return None, None
     sensitive = nonempty_name(name, "sensitive", sensitive)
     if sensitive in qis:
         raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
     if sensitive_values is None:
-        return sensitive, {"all_values": True, "sensitive_values": []}
+        return sensitive, None
     if isinstance(sensitive_values, (str, bytes)):
         raise InputError(f"{name}: sensitive_values must be a list of values, not the string {sensitive_values!r}")
     values = [str(v) for v in sensitive_values]
     if not values:
-        return None, {}
-    return sensitive, {"all_values": False, "sensitive_values": values}
+        return None, None
+    return sensitive, values
 
 
 def _lkc_sets(backend: Backend, name: str, relation: Relation, qis: list[str], sensitive: str | None, L: int,
               paranoid: bool) -> tuple[int, list[tuple[str, ...]], list[str]]:
     """Refuse NULLs, count distinct values per QI in SQL, and pick the subsets to check."""
-    n_rows, _, distinct = _refuse_nulls(backend, name, relation, [*qis, *([sensitive] if sensitive else [])],
+    n_rows, _, distinct = refuse_nulls(backend, name, relation, [*qis, *([sensitive] if sensitive else [])],
                                         distinct=qis)
     active = [q for q in qis if distinct[q] > 1]
     return n_rows, lkc_subsets(qis, active, L, paranoid), active
@@ -372,7 +376,7 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 # ------------------------------------------------------------------------------------------
 # shared helpers
 # ------------------------------------------------------------------------------------------
-def _refuse_nulls(backend: Backend, name: str, relation: Relation, columns: Sequence[str],
+def refuse_nulls(backend: Backend, name: str, relation: Relation, columns: Sequence[str],
                   distinct: Sequence[str] = ()) -> tuple[int, dict[str, int], dict[str, int]]:
     """Profile the relation in one SQL statement; raise InputError for the first column that
     holds NULLs. Returns (n_rows, nulls per column, distinct count per ``distinct`` column)."""
@@ -416,16 +420,9 @@ def _qi_dict(names: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
     return {c: row[i] for i, c in enumerate(names)}
 
 
-
-
-def _names(verifier: str, arg: str, values: Sequence[str], *, allow_empty: bool = False) -> list[str]:
-    if isinstance(values, str):
-        raise InputError(f"{verifier}: {arg} must be a list of column names, not the string {values!r}")
-    out = [nonempty_name(verifier, arg, v) for v in values]
-    if not out and not allow_empty:
-        raise InputError(f"{verifier}: {arg} must name at least one column")
-    distinct_names(verifier, out)
-    return out
+def _items(row: Sequence[Any], first: int, size: int) -> list[Any]:
+    """An itemset as a sorted list, from the positional item_1 .. item_m columns of a row."""
+    return list(row[first:first + int(size)])
 
 
 
@@ -435,9 +432,3 @@ def _reserved(verifier: str, names: Sequence[str], reserved: Sequence[str]) -> N
         if n in reserved:
             raise InputError(f"{verifier}: column {n!r} has the name of an output field of this verifier "
                              f"({', '.join(reserved)}); rename it in the release")
-
-
-def _positive(verifier: str, arg: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise InputError(f"{verifier}: {arg} must be an integer >= 1; got {value!r}")
-

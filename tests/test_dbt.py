@@ -1,0 +1,191 @@
+"""The dbt package for real: tests/dbt/project installs anon_duck by local path, seeds a release
+made by anon_duck and the raw table it came from, and runs `dbt seed`, `dbt run`, `dbt test` on
+dbt-duckdb. Each privacy test passes on the release and fails on the raw table with exactly the
+offending groups anon_duck's Python verifiers count (they render the same macro files), and the
+risk model gives the numbers of anon_duck.risk.risk_measures."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import anon_duck
+from anon_duck.backend.duckdb import DuckDBBackend
+from anon_duck.job import load_job
+from anon_duck.risk import risk_measures
+from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
+
+from conftest import FIXTURES, JOBS, REPO
+
+dbt_main = pytest.importorskip("dbt.cli.main", reason="the dbt extra is not installed: pip install -e '.[dbt]'")
+pytest.importorskip("dbt.adapters.duckdb", reason="dbt-duckdb is not installed: pip install -e '.[dbt]'")
+
+PROJECT = REPO / "tests" / "dbt" / "project"
+
+# The seeds: (seed name, SQL over an anon_duck run's connection or the fixtures)
+SEEDS = {
+    "toy_release": ("toy_fulldomain.toml", "SELECT * FROM toy_k2_release"),
+    "toy_raw": (None, f"SELECT pid, age, sex, zip, disease FROM read_csv('{FIXTURES}/toy/patients.csv')"),
+    "counterfeit_release": ("counterfeit_toy.toml", "SELECT * FROM toy_counterfeit_release"),
+    "counterfeit_raw": (None, f"SELECT * FROM read_csv('{FIXTURES}/002/table1.csv')"),
+    "lkc_release": ("lkc_toy.toml", "SELECT * FROM lkc_toy_release"),
+    "lkc_raw": (None, f"SELECT * FROM read_csv('{FIXTURES}/003/table1.csv')"),
+    "cba_record_tokens": ("disassociation_cba_toy.toml", "SELECT record_id, token FROM toy_cba_record_tokens"),
+    "cba_codes_raw": (None, f"SELECT pid, code FROM read_parquet('{FIXTURES}/001/toy_records.parquet')"),
+    "artuc_release": ("artuc_toy.toml", "SELECT record, age, origin, gender FROM artuc_toy_release"),
+    "artuc_record_tokens": ("artuc_toy.toml", "SELECT record, token FROM artuc_toy_record_tokens"),
+    "artuc_raw": (None, f"SELECT d.rec_id, d.age, d.origin, d.gender, c.code "
+                        f"FROM read_csv('{FIXTURES}/000/toy_demographics.csv') d "
+                        f"JOIN read_csv('{FIXTURES}/000/toy_codes.csv', all_varchar = true) c USING (rec_id)"),
+}
+
+
+def _write_seeds(seeds: Path, con: duckdb.DuckDBPyConnection) -> None:
+    """Run each job once, then write every seed as CSV; the same rows stay in ``con`` (as tables
+    named like the seeds) for the Python verifiers."""
+    for job in sorted({j for j, _ in SEEDS.values() if j}):
+        assert anon_duck.run(con, load_job(JOBS / job)).verified
+    for name, (_, query) in SEEDS.items():
+        con.execute(f'CREATE TABLE "{name}" AS {query}')
+        con.execute(f"COPY \"{name}\" TO '{seeds / (name + '.csv')}' (HEADER)")
+
+
+@pytest.fixture(scope="module")
+def dbt_results(tmp_path_factory):
+    work = tmp_path_factory.mktemp("dbt")
+    project = work / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
+    (project / "seeds").mkdir()
+    con = duckdb.connect()
+    _write_seeds(project / "seeds", con)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ANON_DUCK_DBT_DB", str(work / "warehouse.duckdb"))
+    mp.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    runner = dbt_main.dbtRunner()
+    args = ["--project-dir", str(project), "--profiles-dir", str(project)]
+    out = {}
+    try:
+        for command in ("deps", "seed", "run", "test"):
+            out[command] = runner.invoke([command, "--quiet", *args])
+    finally:
+        mp.undo()
+    yield out, con, work / "warehouse.duckdb"
+    con.close()
+
+
+def _tests(results) -> dict[tuple[str, str], tuple[str, int]]:
+    """(test macro, seed or model) -> (status, failures) for every test node dbt ran."""
+    out = {}
+    for r in results.result.results:
+        node = r.node
+        model = node.attached_node.split(".")[-1]
+        out[(node.test_metadata.name, model)] = (str(r.status), int(r.failures or 0))
+    return out
+
+
+def test_seed_and_run_succeed(dbt_results):
+    out, _, _ = dbt_results
+    for command in ("deps", "seed", "run"):
+        assert out[command].success, f"dbt {command} failed: {out[command].exception}"
+
+
+def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_verifiers(dbt_results):
+    out, con, _ = dbt_results
+    got = _tests(out["test"])
+    b = DuckDBBackend(con)
+    toy = ["age", "sex", "zip"]
+    # the Python verifier takes one row per record; dbt's reads the long table distinct on (id, QIs)
+    con.execute("CREATE OR REPLACE TABLE artuc_raw_people AS SELECT DISTINCT rec_id, age, origin, gender FROM artuc_raw")
+    expected_raw = {
+        ("k_anonymous", "toy_raw"): k_anonymity(b, relation="toy_raw", qis=toy, k=2),
+        ("l_diverse", "counterfeit_raw"): l_diversity(b, relation="counterfeit_raw", qis=["age", "sex", "zipcode"],
+                                                      sensitive="disease", l=2),
+        ("lkc_private", "lkc_raw"): lkc_privacy(b, relation="lkc_raw", qis=["Job", "Sex", "Age"], sensitive="Surgery",
+                                                sensitive_values=["Transgender"], L=2, K=2, C=0.5,
+                                                limit=1000),
+        ("km_anonymous", "cba_codes_raw"): km_anonymity(b, relation="cba_codes_raw", id_col="pid", code_col="code",
+                                                        k=3, m=2, limit=1000),
+        ("kkm_anonymous", "artuc_raw"): kkm_anonymity(b, relation="artuc_raw_people", qis=["age", "origin", "gender"],
+                                                      codes_relation="artuc_raw", id_col="rec_id", code_col="code",
+                                                      k=2, m=2, limit=1000),
+    }
+    for key, check in expected_raw.items():
+        assert not check.passed
+        assert got[key] == ("fail", check.n_violations), key
+    # the list-column form finds the same itemsets as the long table it was made from
+    assert got[("km_anonymous", "cba_codes_lists")] == got[("km_anonymous", "cba_codes_raw")]
+    released = {key: status for key, status in got.items() if key[1] in
+                {"toy_release", "counterfeit_release", "lkc_release", "cba_record_tokens", "artuc_release"}}
+    assert len(released) == 5 and all(status == ("pass", 0) for status in released.values()), released
+    assert len(got) == 11
+
+
+def test_the_risk_model_equals_the_python_risk_measures(dbt_results):
+    _, con, warehouse = dbt_results
+    with duckdb.connect(str(warehouse)) as wh:
+        rows = {r[0]: r[1:] for r in wh.execute("SELECT * FROM toy_risk").fetchall()}
+        sizes = wh.execute("SELECT class_size, n_classes, n_records FROM toy_class_sizes ORDER BY 1").fetchall()
+    b = DuckDBBackend(con)
+    for stage, table in (("raw", "toy_raw"), ("release", "toy_release")):
+        assert rows[stage] == tuple(risk_measures(b, relation=table, qis=["age", "sex", "zip"], k=2).values())
+    assert rows["raw"][0] == 12 and rows["release"][2] >= 2          # 12 patients; the release is 2-anonymous
+    assert sum(n for _, _, n in sizes) == 12
+
+
+def _bad_project(tmp_path: Path, tests: str) -> tuple[list, Exception | None]:
+    """A project with one seed (people: age, sex), an empty model over it and the given tests;
+    returns dbt test's results, or the exception that stopped dbt before it ran tests."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
+    (project / "seeds").mkdir()
+    (project / "seeds" / "people.csv").write_text("age,sex\n30,F\n31,M\n")
+    for m in (project / "models").iterdir():
+        m.unlink()
+    (project / "models" / "no_people.sql").write_text("select * from {{ ref('people') }} where false")
+    (project / "models" / "schema.yml").write_text(tests)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ANON_DUCK_DBT_DB", str(tmp_path / "w.duckdb"))
+    mp.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    runner = dbt_main.dbtRunner()
+    args = ["--project-dir", str(project), "--profiles-dir", str(project)]
+    try:
+        for command in ("deps", "seed", "run", "test"):
+            res = runner.invoke([command, "--quiet", *args])
+            if res.exception is not None:
+                return [], res.exception
+    finally:
+        mp.undo()
+    return list(res.result.results), None
+
+
+@pytest.mark.parametrize("test, message", [
+    ("{columns: [age], k: 0}", "argument k must be an integer >= 1; got 0"),
+    ("{columns: [], k: 2}", "argument columns must name at least one column"),
+])
+def test_bad_numbers_stop_dbt_at_compilation_naming_the_argument(tmp_path, test, message):
+    _, error = _bad_project(tmp_path, f"version: 2\nseeds:\n  - name: people\n    data_tests:\n"
+                                      f"      - anon_duck.k_anonymous: {test}\n")
+    assert error is not None and message in str(error)
+
+
+@pytest.mark.parametrize("C", ["1.5", "0", "'abc'"])
+def test_a_confidence_outside_0_1_stops_dbt_naming_C(tmp_path, C):
+    _, error = _bad_project(tmp_path, f"version: 2\nseeds:\n  - name: people\n    data_tests:\n"
+                                      f"      - anon_duck.lkc_private: {{columns: [age, sex], L: 1, K: 2, C: {C}}}\n")
+    assert error is not None and "argument C must be a number in (0, 1]" in str(error)
+
+
+def test_an_unknown_column_or_an_empty_model_is_an_error_naming_it(tmp_path):
+    results, error = _bad_project(tmp_path, "version: 2\n"
+                                            "seeds:\n  - name: people\n    data_tests:\n"
+                                            "      - anon_duck.k_anonymous: {columns: [age, zip], k: 2}\n"
+                                            "models:\n  - name: no_people\n    data_tests:\n"
+                                            "      - anon_duck.k_anonymous: {columns: [age], k: 2}\n")
+    assert error is None and [str(r.status) for r in results] == ["error", "error"]
+    messages = "\n".join(sorted(str(r.message) for r in results))
+    assert "argument columns names column 'zip', which" in messages
+    assert "is empty: a privacy test on zero rows proves nothing" in messages
