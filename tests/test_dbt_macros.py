@@ -219,3 +219,12 @@ def test_string_literals_read_back_as_the_value(value):
 def test_bad_arguments_name_the_argument(call, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_only_verifier_and_risk_templates_call_the_package():
+    """The anonymizers must not share SQL with their checks: only sql/verify/ and sql/risk/
+    render the dbt package's macros (a bug there would otherwise fool a method and its check)."""
+    from anon_duck.sqlrender import SQL_DIR
+    callers = {p.relative_to(SQL_DIR).parts[0] for p in SQL_DIR.rglob("*") if p.is_file()
+               and "anon_duck." in p.read_text()}
+    assert callers == {"verify", "risk"}
