@@ -33,3 +33,8 @@ class VerificationError(AnonDuckError):
 class InfeasibleError(AnonDuckError):
     """The privacy model cannot be met with the given parameters (e.g. C below the
     largest sensitive-value share, no lattice node within h, delta or epsilon exceeded)."""
+
+
+class EngineError(AnonDuckError):
+    """The engine asked for cannot run here (``--engine spark`` without pyspark or Java): the
+    message names what to install."""
