@@ -8,7 +8,7 @@ before it runs, so a broken template fails loudly at render time instead of half
 a run.
 
 ``macros/`` is written for dbt (``adapter.dispatch``, ``exceptions.raise_compiler_error``,
-``return``, ``modules.itertools``; its own quoting and literal macros) so that dbt users and
+``return``; its own quoting and literal macros) so that dbt users and
 the Python verifiers run the same SQL. :func:`dbt_macros` loads it with a small shim that gives
 those names their dbt meaning, and templates in ``sql/`` call the package as ``anon_duck.<macro>``.
 Only dbt reads ``macros/generic_tests/`` (``{% test %}`` blocks).
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Hashable, Iterable, Iterator
@@ -128,7 +127,6 @@ def dbt_macros(engine: str = "duckdb") -> SimpleNamespace:
         DBT_PACKAGE: package,
         "adapter": _Adapter(engine, macros),
         "exceptions": SimpleNamespace(raise_compiler_error=_compiler_error),
-        "modules": SimpleNamespace(itertools=itertools),
         "return": _return,
         "execute": False,
     })

@@ -122,8 +122,32 @@ CAST({{ column }} AS STRING) IN ({% for v in sensitive_values %}{{ anon_duck.str
     a larger one, so a smaller subset can neither hold a smaller group nor a higher confidence:
     checking the largest size is exact (spec lkc_privacy §2.3). -#}
 {% macro lkc_subsets(columns, L) -%}
-{%- set size = [L | int, columns | length] | min -%}
-{{- return(modules.itertools.combinations(columns, size) | map('list') | list) -}}
+{#- Lexicographic combinations (itertools.combinations' order) in plain Jinja: dbt deprecates
+    modules.itertools. ``idx`` walks the index tuples: bump the rightmost index that can grow,
+    reset the ones after it. -#}
+{%- set n = columns | length -%}
+{%- set r = [L | int, n] | min -%}
+{%- set state = namespace(idx=range(r) | list, done=false) -%}
+{%- set out = [] -%}
+{%- for step in range(anon_duck.n_choose_k(n, r)) -%}
+{%- set chosen = [] -%}
+{%- for i in state.idx %}{% do chosen.append(columns[i]) %}{% endfor -%}
+{%- do out.append(chosen) -%}
+{%- set movable = [] -%}
+{%- for i in range(r) %}{% if state.idx[i] < n - r + i %}{% do movable.append(i) %}{% endif %}{% endfor -%}
+{%- if movable -%}
+{%- set j = movable | last -%}
+{%- set head = state.idx[:j] -%}
+{%- set state.idx = head + range(state.idx[j] + 1, state.idx[j] + 1 + r - j) | list -%}
+{%- endif -%}
+{%- endfor -%}
+{{- return(out) -}}
+{%- endmacro %}
+
+{% macro n_choose_k(n, k) -%}
+{%- set acc = namespace(v=1) -%}
+{%- for i in range(k) %}{% set acc.v = acc.v * (n - i) // (i + 1) %}{% endfor -%}
+{{- return(acc.v) -}}
 {%- endmacro %}
 
 {#- C as an exact fraction [numerator, denominator]: a string "a/b", or a number read by its

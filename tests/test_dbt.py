@@ -1,8 +1,9 @@
 """The dbt package for real: tests/dbt/project installs anon_duck by local path, seeds a release
 made by anon_duck and the raw table it came from, and runs `dbt seed`, `dbt run`, `dbt test` on
-dbt-duckdb. Each privacy test passes on the release and fails on the raw table with exactly the
-offending groups anon_duck's Python verifiers count (they render the same macro files), and the
-risk model gives the numbers of anon_duck.risk.risk_measures."""
+dbt-duckdb and on dbt-spark (local Spark, session method). On both, each privacy test passes on
+the release and fails on the raw table with exactly the offending groups anon_duck's Python
+verifiers count on DuckDB (they render the same macro files), and the risk model gives the
+numbers of anon_duck.risk.risk_measures."""
 from __future__ import annotations
 
 import shutil
@@ -52,9 +53,20 @@ def _write_seeds(seeds: Path, con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"COPY \"{name}\" TO '{seeds / (name + '.csv')}' (HEADER)")
 
 
-@pytest.fixture(scope="module")
-def dbt_results(tmp_path_factory):
-    work = tmp_path_factory.mktemp("dbt")
+def _spark_target() -> None:
+    """Skip the Spark target, saying why, where it cannot run."""
+    pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install -e '.[spark,dbt]'")
+    pytest.importorskip("dbt.adapters.spark", reason="dbt-spark is not installed: pip install -e '.[spark,dbt]'")
+    if not shutil.which("java"):
+        pytest.skip("Spark needs Java 17+, and no java is on PATH")
+
+
+@pytest.fixture(scope="module", params=["duckdb", "spark"])
+def dbt_results(request, tmp_path_factory):
+    target = request.param
+    if target == "spark":
+        _spark_target()
+    work = tmp_path_factory.mktemp(f"dbt_{target}")
     project = work / "project"
     shutil.copytree(PROJECT, project)
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
@@ -63,17 +75,31 @@ def dbt_results(tmp_path_factory):
     _write_seeds(project / "seeds", con)
     mp = pytest.MonkeyPatch()
     mp.setenv("ANON_DUCK_DBT_DB", str(work / "warehouse.duckdb"))
+    mp.setenv("ANON_DUCK_DBT_WAREHOUSE", str(work / "spark-warehouse"))
     mp.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     runner = dbt_main.dbtRunner()
-    args = ["--project-dir", str(project), "--profiles-dir", str(project)]
+    args = ["--project-dir", str(project), "--profiles-dir", str(project), "--target", target]
     out = {}
     try:
         for command in ("deps", "seed", "run", "test"):
             out[command] = runner.invoke([command, "--quiet", *args])
     finally:
         mp.undo()
-    yield out, con, work / "warehouse.duckdb"
+    yield out, con, _reader(target, work / "warehouse.duckdb")
     con.close()
+
+
+def _reader(target: str, warehouse: Path):
+    """A function that runs one query on the dbt target's warehouse and returns its rows."""
+    if target == "duckdb":
+        def read(sql: str) -> list[tuple]:
+            with duckdb.connect(str(warehouse)) as wh:
+                return wh.execute(sql).fetchall()
+        return read
+    from pyspark.sql import SparkSession
+    session = SparkSession.builder.getOrCreate()     # the session dbt-spark made in this process
+    session.catalog.setCurrentDatabase("anon_duck_check")
+    return lambda sql: [tuple(r) for r in session.sql(sql).collect()]
 
 
 def _tests(results) -> dict[tuple[str, str], tuple[str, int]]:
@@ -124,13 +150,13 @@ def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_v
 
 
 def test_the_risk_model_equals_the_python_risk_measures(dbt_results):
-    _, con, warehouse = dbt_results
-    with duckdb.connect(str(warehouse)) as wh:
-        rows = {r[0]: r[1:] for r in wh.execute("SELECT * FROM toy_risk").fetchall()}
-        sizes = wh.execute("SELECT class_size, n_classes, n_records FROM toy_class_sizes ORDER BY 1").fetchall()
+    _, con, read = dbt_results
+    rows = {r[0]: tuple(float(v) if v is not None else None for v in r[1:]) for r in read("SELECT * FROM toy_risk")}
+    sizes = read("SELECT class_size, n_classes, n_records FROM toy_class_sizes ORDER BY 1")
     b = DuckDBBackend(con)
     for stage, table in (("raw", "toy_raw"), ("release", "toy_release")):
-        assert rows[stage] == tuple(risk_measures(b, relation=table, qis=["age", "sex", "zip"], k=2).values())
+        want = risk_measures(b, relation=table, qis=["age", "sex", "zip"], k=2).values()
+        assert rows[stage] == pytest.approx(tuple(float(v) for v in want), rel=1e-12)
     assert rows["raw"][0] == 12 and rows["release"][2] >= 2          # 12 patients; the release is 2-anonymous
     assert sum(n for _, _, n in sizes) == 12
 

@@ -156,8 +156,10 @@ def test_lkc_violations_over_every_subset(seed):
 
 
 def test_lkc_subsets_and_fractions():
-    assert M.lkc_subsets(["a", "b", "c"], 2) == [["a", "b"], ["a", "c"], ["b", "c"]]
-    assert M.lkc_subsets(["a", "b"], 5) == [["a", "b"]]
+    for n in range(7):
+        columns = [f"c{i}" for i in range(n)]
+        for L in range(1, 8):
+            assert M.lkc_subsets(columns, L) == [list(c) for c in itertools.combinations(columns, min(L, n))]
     assert M.fraction_parts(0.5) == [5, 10] and M.fraction_parts("1/3") == [1, 3] and M.fraction_parts(1) == [1, 1]
     for bad in (0, 1.5, "abc", "2/1", True, "1e-3"):
         with pytest.raises(InputError, match="argument C"):

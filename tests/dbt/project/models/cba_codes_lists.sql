@@ -1,2 +1,9 @@
--- The same code sets as cba_codes_raw, one row per person with a LIST column (DuckDB's list()).
-select pid, list(code order by code) as codes from {{ ref('cba_codes_raw') }} group by pid
+-- The same code sets as cba_codes_raw, one row per person with a LIST (array) column.
+select pid,
+{% if target.type == 'spark' %}
+       array_sort(collect_list(code)) as codes
+{% else %}
+       list(code order by code) as codes
+{% endif %}
+from {{ ref('cba_codes_raw') }}
+group by pid
