@@ -26,6 +26,8 @@ def test_scratch_tables_become_cached_session_views():
     assert to_spark('DROP TABLE IF EXISTS "temp"."main"."_ad_x"') == \
         ("UNCACHE TABLE IF EXISTS `_ad_x`", "DROP VIEW IF EXISTS `_ad_x`")
     assert to_spark('SELECT * FROM "main"."r" WHERE k < $k') == ("SELECT * FROM `r` WHERE k < :k",)
+    two = 'CREATE TEMP TABLE "temp"."main"."_ad_a" AS SELECT 1 AS x; SELECT x FROM "temp"."main"."_ad_a"'
+    assert to_spark(two) == ("DROP VIEW IF EXISTS `_ad_a`", "CACHE TABLE `_ad_a` AS SELECT 1 AS x", "SELECT x FROM `_ad_a`")
 
 
 @pytest.fixture(scope="module")

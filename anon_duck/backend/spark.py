@@ -69,8 +69,13 @@ def _local(table: exp.Table) -> exp.Table:
 
 @functools.lru_cache(maxsize=8192)
 def to_spark(sql: str) -> tuple[str, ...]:
-    """One DuckDB-dialect statement as the Spark SQL statements that do the same."""
-    tree = sqlglot.parse_one(sql, read="duckdb")
+    """A DuckDB-dialect statement (or several, ``;``-separated) as the Spark SQL statements that
+    do the same."""
+    return tuple(out for tree in sqlglot.parse(sql, read="duckdb") if tree is not None
+                 for out in _statement(tree))
+
+
+def _statement(tree: exp.Expression) -> tuple[str, ...]:
     if isinstance(tree, exp.Create) and tree.kind == "TABLE" and isinstance(tree.this, exp.Table) \
             and _is_scratch(tree.this) and tree.expression is not None:
         target = _local(tree.this)
