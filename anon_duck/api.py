@@ -60,9 +60,16 @@ def backend_for(con: duckdb.DuckDBPyConnection, job: Job) -> DuckDBBackend:
 
 
 @contextlib.contextmanager
-def _session(con: duckdb.DuckDBPyConnection, job: Job) -> Iterator[DuckDBBackend]:
+def _session(con: duckdb.DuckDBPyConnection, job: Job, *, publishes: bool = False) -> Iterator[DuckDBBackend]:
     """One API call's backend: the job's settings hold inside it; on the way out (error or
-    not) the scratch tables are dropped and the caller's settings restored."""
+    not) the scratch tables are dropped and the caller's settings restored.
+
+    A call that ``publishes`` refuses up front, before any setting or table is touched, a
+    connection whose database is read-only (the whole run would otherwise end in DuckDB's
+    error at publication) and a connection with a transaction open (publication is a
+    transaction of its own, DuckDB cannot nest one, and trying would abort the caller's)."""
+    if publishes:
+        _check_can_publish(DuckDBBackend(con), job)
     backend = backend_for(con, job)
     try:
         yield backend
@@ -74,12 +81,22 @@ def _session(con: duckdb.DuckDBPyConnection, job: Job) -> Iterator[DuckDBBackend
             pass  # the connection is unusable (e.g. interrupted); nothing to give back
 
 
+def _check_can_publish(probe: DuckDBBackend, job: Job) -> None:
+    if not probe.writable():
+        raise InputError(f"release {job.release.name!r}: the database is open read-only, and a run writes its release "
+                         "tables into it; open it writable (nothing was run)")
+    if probe.in_transaction():
+        raise InputError("the connection has a transaction open: a run publishes its release in a transaction of its "
+                         "own, and DuckDB cannot nest transactions; commit or roll back first (nothing was run, and "
+                         "your transaction is still open)")
+
+
 def run(con: duckdb.DuckDBPyConnection, job: Job, *, progress: Progress | None = None) -> RunResult:
     """Anonymize, verify, publish. Raises and leaves the database as it was on any error."""
     t0 = time.perf_counter()
     method = get_method(job.method)
     params = method.check_params(job)
-    with _session(con, job) as backend:
+    with _session(con, job, publishes=True) as backend:
         inputs = prepare(backend, job)
         staged = method.anonymize(backend, job, inputs, params, progress or _quiet)
         checks = method.verify(backend, job, {t.suffix: t.staged for t in staged.tables}, params)
@@ -117,19 +134,20 @@ def report(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
 
 
 def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Path]:
-    """Write only the release tables: a folder of Parquet or CSV files (``PATH`` ending in
-    ``/``, ``.parquet`` or ``.csv`` picks the format; default Parquet) or a new DuckDB file
-    (``.duckdb``/``.db``). Never source tables, ids or dropped columns: only tables the
+    """Write only the release tables and return the files written. ``to`` is what is created,
+    and its suffix picks the format: a new folder of Parquet files (``release/`` or
+    ``release.parquet``), a new folder of CSV files (``release.csv``), or a new DuckDB file
+    (``release.duckdb``/``.db``). Never source tables, ids or dropped columns: only tables the
     release's metadata lists, which the publisher built from the staged release.
 
     All or nothing, and never over an earlier export: everything is written into a hidden
     sibling that is renamed into place at the end, and removed if anything fails."""
-    to = Path(to)
-    is_db = to.suffix in (".duckdb", ".db")
-    fmt = "csv" if to.suffix == ".csv" else "parquet"
-    target = to if is_db or to.suffix not in (".csv", ".parquet") else to.with_suffix("")
-    if target.exists() and (target.is_file() or any(target.iterdir())):
-        raise InputError(f"export: {target} exists; anon_duck does not overwrite an earlier export")
+    target = Path(to)
+    is_db = target.suffix in (".duckdb", ".db")
+    fmt = "csv" if target.suffix == ".csv" else "parquet"
+    if target.exists():
+        raise InputError(f"export: {target} exists; anon_duck never writes over an earlier export: remove it "
+                         "or give --to a new path")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     with _session(con, job) as backend:
         names = [f"{job.release.name}_{s}" for s in release_tables(backend, job)] + [f"{job.release.name}_meta"]

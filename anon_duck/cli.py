@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import duckdb
 
 from . import __version__, api
-from .errors import AnonDuckError, VerificationError
+from .errors import AnonDuckError, InputError, VerificationError
 from .job import load_job
 from .progress import TerminalProgress
 
@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     r = job_cmd("report", "print utility and risk measures of a published release", _report)
     r.add_argument("--json", action="store_true", help="print JSON")
     e = job_cmd("export", "write only the release tables (Parquet/CSV folder or a new .duckdb file)", _export)
-    e.add_argument("--to", required=True, type=Path, help="folder, folder.csv, folder.parquet or file.duckdb")
+    e.add_argument("--to", required=True, type=Path,
+                   help="a new folder (PATH, PATH.parquet: Parquet files; PATH.csv: CSV files) or a new file.duckdb")
     i = job_cmd("inspect", "profile the input: rows, distinct values per QI, current k, codes", _inspect)
     i.add_argument("--json", action="store_true", help="print JSON")
     m = sub.add_parser("methods", help="list the methods a job's method.name can name")
@@ -105,7 +106,13 @@ def _scales(text: str) -> list[float]:
     return scales
 
 
-def _connect(args: argparse.Namespace) -> duckdb.DuckDBPyConnection:
+def _connect(args: argparse.Namespace, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """``run`` writes the release; verify, report, export and inspect only read, so they open
+    a database file read-only (and work while another process holds it for reading)."""
+    if read_only and args.db != ":memory:":
+        if not Path(args.db).is_file():
+            raise InputError(f"--db {args.db}: no such database file")
+        return duckdb.connect(str(args.db), read_only=True)
     return duckdb.connect(str(args.db))
 
 
@@ -122,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     job = load_job(args.job)
-    with _connect(args) as con:
+    with _connect(args, read_only=True) as con:
         checks = api.verify(con, job)
     for c in checks:
         print(f"{c.name}: {'pass' if c.passed else f'FAIL ({c.n_violations} violations)'}")
@@ -133,7 +140,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     job = load_job(args.job)
-    with _connect(args) as con:
+    with _connect(args, read_only=True) as con:
         out = api.report(con, job)
     print(json.dumps(out, indent=2, default=str) if args.json else _flat(out))
     return 0
@@ -141,15 +148,17 @@ def _report(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     job = load_job(args.job)
-    with _connect(args) as con:
-        for path in api.export(con, job, args.to):
-            print(path)
+    with _connect(args, read_only=True) as con:
+        written = api.export(con, job, args.to)
+    for path in written:
+        print(path)
+    print(f"(export of release {job.release.name}: {len(written)} file(s) in {args.to})")
     return 0
 
 
 def _inspect(args: argparse.Namespace) -> int:
     job = load_job(args.job)
-    with _connect(args) as con:
+    with _connect(args, read_only=True) as con:
         out = api.inspect(con, job)
     print(json.dumps(out, indent=2, default=str) if args.json else _flat(out))
     return 0

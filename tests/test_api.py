@@ -150,18 +150,18 @@ def test_export_writes_only_release_tables(con, job_file, tmp_path):
     with duckdb.connect(str(db)) as out:
         assert {r[0] for r in out.execute("SHOW TABLES").fetchall()} == {"toy_k2_release", "toy_k2_meta"}
     csv = anon_duck.export(con, job, tmp_path / "csv_out.csv")
-    assert all(p.suffix == ".csv" and p.parent.name == "csv_out" and p.exists() for p in csv)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["csv_out", "out", "rel.duckdb"]   # no partial left
+    assert all(p.suffix == ".csv" and p.parent.name == "csv_out.csv" and p.exists() for p in csv)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["csv_out.csv", "out", "rel.duckdb"]   # no partial left
 
 
 def test_export_never_overwrites_and_leaves_nothing_on_failure(con, job_file, tmp_path, monkeypatch):
     job = _with_table(job_file("toy_fulldomain.toml"), "patients")
     _load_toy(con)
     anon_duck.run(con, job)
-    anon_duck.export(con, job, tmp_path / "out")
-    for again in ("out", "out.parquet", "out.csv"):
-        with pytest.raises(InputError, match="does not overwrite an earlier export"):
-            anon_duck.export(con, job, tmp_path / again)
+    for first in ("out", "out.parquet", "out.csv"):
+        anon_duck.export(con, job, tmp_path / first)        # three paths, three exports
+        with pytest.raises(InputError, match="never writes over an earlier export"):
+            anon_duck.export(con, job, tmp_path / first)
     real_run = api.DuckDBBackend.run
 
     def failing(self, stage, sql, params=None):
@@ -172,7 +172,7 @@ def test_export_never_overwrites_and_leaves_nothing_on_failure(con, job_file, tm
     for to in ("new", "new.duckdb"):
         with pytest.raises(anon_duck.AnonDuckError, match="disk full"):
             anon_duck.export(con, job, tmp_path / to)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.csv", "out.parquet"]
 
 
 def test_inspect_profiles_the_input(con, job_file):

@@ -27,21 +27,35 @@ class DuckDBBackend:
         self._previous: dict[str, str] = {}
         for name, value in (("memory_limit", memory_limit), ("threads", threads)):
             if value:
-                self._previous[name] = self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"),
-                                                   {"name": name})
+                self._previous[name] = self._setting(name)
                 self.run(f"settings: {name}", render("util/set_setting.sql.j2", name=name, value=value))
 
     def restore_settings(self) -> None:
         """Give the caller its own settings back: a job's ``[settings]`` hold for one API call,
-        and DuckDB's memory_limit and threads are global to the database instance. DuckDB
-        reports memory_limit rounded (``18.8 GiB``), so the default is restored exactly
-        (``SET … = DEFAULT``) and only a value the caller had changed is restored as reported."""
+        and DuckDB's memory_limit and threads are global to the database instance. DuckDB shows
+        memory_limit only truncated to 0.1 of its unit (``953.6 MiB`` for 1GB), and setting that
+        text back would give 953.5 MiB: a value the caller had changed is restored to the middle
+        of the interval it displays, which shows the same text and is within 0.05 of the unit;
+        the default is restored exactly (``SET … = DEFAULT``)."""
         for name, value in self._previous.items():
             self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name, value=None))
-            if self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"), {"name": name}) != value:
+            if self._setting(name) != value:
                 self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name,
-                                                               value=int(value) if name == "threads" else value))
+                                                               value=_restorable(name, value)))
         self._previous.clear()
+
+    def _setting(self, name: str) -> str:
+        return self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"), {"name": name})
+
+    def in_transaction(self) -> bool:
+        """Whether the caller has a transaction open on this connection (see
+        ``util/transaction_id.sql.j2``); asking does not disturb it."""
+        sql = render("util/transaction_id.sql.j2")
+        return self.scalar("transaction: id", sql) == self.scalar("transaction: id", sql)
+
+    def writable(self) -> bool:
+        """Whether this connection's database can be written (not opened read-only)."""
+        return bool(self.scalar("database: writable", render("util/database_writable.sql.j2")))
 
     # -- statements --------------------------------------------------------------------
     def _execute(self, stage: str, sql: str, params: Mapping[str, Any] | None):
@@ -92,6 +106,23 @@ class DuckDBBackend:
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _transaction(self.con)
+
+
+_UNITS = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40,
+          "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
+
+
+def _restorable(name: str, shown: str) -> int | str:
+    """The value to SET so that the setting shows ``shown`` again: threads as a number; a
+    memory_limit shown as ``953.6 MiB`` (truncated) as the byte count in the middle of
+    [953.6, 953.7) MiB."""
+    if name == "threads":
+        return int(shown)
+    number, _, unit = shown.partition(" ")
+    if unit not in _UNITS:
+        return shown
+    decimals = len(number.partition(".")[2])
+    return f"{int((float(number) + 0.5 * 10 ** -decimals) * _UNITS[unit])}B"
 
 
 def _unmask(values: np.ndarray) -> np.ndarray:

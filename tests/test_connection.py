@@ -1,0 +1,108 @@
+"""Issue #16 items 0, 2 and 4: the caller's connection, transaction and settings come back as
+they were; a read-only database is refused before any work; the reading verbs open the database
+read-only; export writes exactly the path it is given and says what it wrote."""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+import anon_duck
+from anon_duck.errors import InputError
+from anon_duck.job import Settings, load_job
+
+from conftest import JOBS, user_tables
+
+TOY = JOBS / "toy_fulldomain.toml"
+
+
+def _settings(con) -> tuple:
+    return con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+
+
+def test_a_run_inside_the_callers_transaction_is_refused_touching_nothing():
+    job = dataclasses.replace(load_job(TOY), settings=Settings("300MB", 1))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE notes (a INTEGER)")
+    before = _settings(con)
+    con.execute("BEGIN")
+    con.execute("INSERT INTO notes VALUES (1)")
+    with pytest.raises(InputError, match="transaction open.*your transaction is still open"):
+        anon_duck.run(con, job)
+    assert _settings(con) == before
+    assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)      # still usable, insert still there
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)
+    assert user_tables(con) == {"notes"}
+
+
+def test_a_memory_limit_the_caller_set_reads_the_same_after_any_number_of_runs():
+    job = dataclasses.replace(load_job(TOY), settings=Settings("300MB", 1))
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '1GB'")
+    con.execute("SET threads = 2")
+    before = _settings(con)
+    for _ in range(3):
+        anon_duck.run(con, job)
+        assert _settings(con) == before == ("953.6 MiB", 2)
+
+
+def test_settings_come_back_after_a_failed_run(tmp_path):
+    bad = dataclasses.replace(load_job(TOY), settings=Settings("300MB", 1), params={"k": 10 ** 6})
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '1GB'")
+    before = _settings(con)
+    with pytest.raises(anon_duck.errors.AnonDuckError):
+        anon_duck.run(con, bad)
+    assert _settings(con) == before
+
+
+def test_a_read_only_database_is_refused_before_any_work(tmp_path):
+    path = tmp_path / "ro.duckdb"
+    duckdb.connect(str(path)).close()
+    with duckdb.connect(str(path), read_only=True) as con:
+        with pytest.raises(InputError, match="open read-only.*nothing was run") as err:
+            anon_duck.run(con, load_job(TOY))
+        assert not user_tables(con)
+    proc = subprocess.run([sys.executable, "-m", "anon_duck.cli", "run", str(TOY), "--db", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0          # the CLI opens it writable for run
+
+
+def test_the_reading_verbs_open_the_database_read_only(tmp_path):
+    db = tmp_path / "r.duckdb"
+    with duckdb.connect(str(db)) as con:
+        anon_duck.run(con, load_job(TOY))
+    holder = duckdb.connect(str(db), read_only=True)          # another reader holds the file
+    try:
+        for verb in (["verify"], ["report"], ["inspect"], ["export", "--to", str(tmp_path / "out.csv")]):
+            proc = subprocess.run([sys.executable, "-m", "anon_duck.cli", verb[0], str(TOY), "--db", str(db), *verb[1:]],
+                                  capture_output=True, text=True)
+            assert proc.returncode == 0, (verb, proc.stderr)
+    finally:
+        holder.close()
+
+
+def test_export_writes_the_path_it_is_given_and_lists_the_files(tmp_path):
+    con = duckdb.connect()
+    anon_duck.run(con, load_job(TOY))
+    csv = anon_duck.export(con, load_job(TOY), tmp_path / "out.csv")
+    parquet = anon_duck.export(con, load_job(TOY), tmp_path / "out.parquet")      # no clash with out.csv
+    assert {p.parent for p in csv} == {tmp_path / "out.csv"} and {p.suffix for p in csv} == {".csv"}
+    assert {p.parent for p in parquet} == {tmp_path / "out.parquet"} and {p.suffix for p in parquet} == {".parquet"}
+    assert sorted(p.name for p in (tmp_path / "out.csv").iterdir()) == sorted(p.name for p in csv)
+    with pytest.raises(InputError, match="out.csv exists; anon_duck never writes over an earlier export"):
+        anon_duck.export(con, load_job(TOY), tmp_path / "out.csv")
+    db = tmp_path / "r.duckdb"
+    with duckdb.connect(str(db)) as c:
+        anon_duck.run(c, load_job(TOY))
+    proc = subprocess.run([sys.executable, "-m", "anon_duck.cli", "export", str(TOY), "--db", str(db),
+                           "--to", str(tmp_path / "cli")], capture_output=True, text=True)
+    assert proc.returncode == 0
+    printed = proc.stdout.splitlines()
+    assert printed[:-1] == sorted(str(p) for p in (tmp_path / "cli").iterdir()) or \
+        sorted(printed[:-1]) == sorted(str(p) for p in (tmp_path / "cli").iterdir())
+    assert printed[-1].startswith("(export of release toy_k2: 2 file(s)")
