@@ -52,13 +52,7 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
         role_columns.append(("input.codes.column", ds.codes.code))
     _require(columns, [(key, col) for key, col in role_columns if col is not None], ds.source.describe())
     n_rows = _check_person_rows(backend, job, person)
-    for q in ds.qis:
-        if q.kind == "numeric" and columns[q.column].split("(")[0] not in NUMERIC_TYPES \
-                and not columns[q.column].startswith("DECIMAL"):
-            raise InputError(f"input.qi column {q.column!r} is declared numeric but has type "
-                             f"{columns[q.column]}; cast it or declare kind = \"categorical\"")
-        if q.kind == "date" and columns[q.column] not in ("DATE", "TIMESTAMP"):
-            raise InputError(f"input.qi column {q.column!r} is declared date but has type {columns[q.column]}")
+    _check_kinds(backend, job, person, columns)
 
     codes = _codes(backend, job, person, columns) if ds.codes else None
     events = _events(backend, job, person) if ds.events else None
@@ -80,6 +74,28 @@ def _prepare_without_person_table(backend: Backend, job: Job, strict: bool) -> I
     return Inputs(person, n_rows, codes, events, coverage)
 
 
+def _check_kinds(backend: Backend, job: Job, person: tuple[str, ...], columns: dict[str, str]) -> None:
+    """Every QI declared numeric holds numbers and every QI declared date holds dates; all
+    offending columns are named at once, numeric ones with their first values that are not
+    numbers and the ids of their rows."""
+    ds = job.dataset
+    problems = []
+    for q in ds.qis:
+        kind = columns[q.column]
+        if q.kind == "numeric" and kind.split("(")[0] not in NUMERIC_TYPES and not kind.startswith("DECIMAL"):
+            bad = backend.rows(f"inputs: values of {q.column}", render(
+                "inputs/non_numeric_values.sql.j2", relation=person, column=q.column, id=ds.id))
+            where = "id" if ds.id else "row"
+            detail = (f"{bad[0][2]} value(s) are not numbers: " + ", ".join(f"{v!r} ({where} {r})" for v, r, _ in bad)
+                      if bad else "its values are numbers written as text")
+            problems.append(f"column {q.column!r} is declared numeric but has type {kind}; {detail}")
+        if q.kind == "date" and kind not in ("DATE", "TIMESTAMP"):
+            problems.append(f"column {q.column!r} is declared date but has type {kind}")
+    if problems:
+        raise InputError("input.qi: " + "; ".join(problems) + " — cast or clean the values, or declare "
+                         "kind = \"categorical\"")
+
+
 def _check_person_rows(backend: Backend, job: Job, person: tuple[str, ...]) -> int:
     """Row count, NULLs in role columns, duplicate ids: one profiling query."""
     ds = job.dataset
@@ -90,14 +106,17 @@ def _check_person_rows(backend: Backend, job: Job, person: tuple[str, ...]) -> i
     n_rows = int(profile[0])
     if n_rows == 0:
         raise InputError(f"{where}: no rows, nothing to anonymize")
+    nulls = []
     for col, n_null in zip(checked, profile[1:-1]):
         if n_null:
             by_id = ds.id if ds.id and col != ds.id else None   # a NULL id cannot name its row
             examples = [r[0] for r in backend.rows("inputs: NULL examples", render(
                 "inputs/null_examples.sql.j2", relation=person, column=col, id=by_id))]
-            raise InputError(f"column {col!r} has {n_null} NULL value(s) (rows with "
-                             f"{'id' if by_id else 'row number'} {', '.join(examples)}); "
-                             "anon_duck does not guess values: fill or drop them first")
+            nulls.append(f"column {col!r} has {n_null} NULL (rows with {'id' if by_id else 'row number'} "
+                         f"{', '.join(examples)})")
+    if nulls:
+        raise InputError(f"NULL values in {len(nulls)} column(s): " + "; ".join(nulls) +
+                         " — anon_duck does not guess values: fill or drop them first")
     if profile[-1]:
         raise InputError(f"input.id = {ds.id!r}: {profile[-1]} duplicate id value(s); each person needs one row")
     return n_rows

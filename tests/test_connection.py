@@ -106,3 +106,38 @@ def test_export_writes_the_path_it_is_given_and_lists_the_files(tmp_path):
     assert printed[:-1] == sorted(str(p) for p in (tmp_path / "cli").iterdir()) or \
         sorted(printed[:-1]) == sorted(str(p) for p in (tmp_path / "cli").iterdir())
     assert printed[-1].startswith("(export of release toy_k2: 2 file(s)")
+
+
+def _toy_with(con, tmp_path, edit) -> "anon_duck.job.Job":
+    """The toy job on a copy of its patients table changed by ``edit`` (SQL run on it)."""
+    con.execute("CREATE TABLE patients AS SELECT * FROM read_csv('fixtures/toy/patients.csv', all_varchar = true)")
+    con.execute("ALTER TABLE patients ALTER pid TYPE INTEGER")
+    for sql in edit:
+        con.execute(sql)
+    text = TOY.read_text().replace('path = "../toy/patients.csv"', 'table = "patients"')
+    text = text.replace('path = "../toy/', f'path = "{JOBS.parent}/toy/')
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(text)
+    return load_job(job_path)
+
+
+def test_values_that_are_not_numbers_are_named_with_their_ids(tmp_path):
+    con = duckdb.connect()
+    job = _toy_with(con, tmp_path, ["UPDATE patients SET age = 'forty' WHERE pid = 4",
+                                    "UPDATE patients SET age = '3O' WHERE pid = 9"])
+    with pytest.raises(InputError) as err:
+        anon_duck.run(con, job)
+    assert "column 'age' is declared numeric but has type VARCHAR; 2 value(s) are not numbers: " in str(err.value)
+    assert "'forty' (id 4)" in str(err.value) and "'3O' (id 9)" in str(err.value)
+
+
+def test_nulls_in_several_columns_are_reported_at_once(tmp_path):
+    con = duckdb.connect()
+    job = _toy_with(con, tmp_path, ["ALTER TABLE patients ALTER age TYPE INTEGER",
+                                    "UPDATE patients SET age = NULL WHERE pid IN (2, 5)",
+                                    "UPDATE patients SET sex = NULL WHERE pid = 7"])
+    with pytest.raises(InputError) as err:
+        anon_duck.run(con, job)
+    message = str(err.value)
+    assert message.startswith("NULL values in 2 column(s): column 'age' has 2 NULL (rows with id 2, 5); "
+                              "column 'sex' has 1 NULL (rows with id 7)")
