@@ -141,3 +141,22 @@ def test_nulls_in_several_columns_are_reported_at_once(tmp_path):
     message = str(err.value)
     assert message.startswith("NULL values in 2 column(s): column 'age' has 2 NULL (rows with id 2, 5); "
                               "column 'sex' has 1 NULL (rows with id 7)")
+
+
+def test_the_demo_explains_every_measure_it_prints(monkeypatch):
+    """The demo's 'info loss' column mixes each method's own measure: a legend line per
+    measure shown says what it is and that lower is better."""
+    import io
+
+    from anon_duck import demo
+    monkeypatch.setattr(demo, "DEMO_JOBS", [("fulldomain", "toy_fulldomain.toml"), ("lkc", "lkc_toy.toml"),
+                                            ("disassociation", "disassociation_toy.toml")])
+    out = io.StringIO()
+    assert demo.run_demo(out=out) == 0
+    text = out.getvalue()
+    legend = text.split("What the numbers are (lower is better for each):\n")[1].splitlines()
+    assert [line.split()[0] for line in legend] == ["NCP", "DR", "suppressed", "ARE"]
+    table = text.split("\n\n")[0].splitlines()[1:]
+    for row in table:      # every measure named in the table has its line
+        measure = row.split()[3].split("=")[0]
+        assert measure == "-" or any(line.split()[0] == measure for line in legend)
