@@ -32,7 +32,7 @@ from .inputs import Inputs, prepare
 from .job import Job
 from .methods import get_method
 from .methods.base import Progress
-from .scratch import PREFIX
+from .scratch import drop_scratch
 from .sqlrender import render
 from .verifiers import CheckResult
 
@@ -74,7 +74,7 @@ def _session(con: duckdb.DuckDBPyConnection, job: Job, *, publishes: bool = Fals
     try:
         yield backend
     finally:
-        _drop_scratch(backend)
+        drop_scratch(backend)
         try:
             backend.restore_settings()
         except AnonDuckError:
@@ -269,12 +269,3 @@ def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckR
                         {"seed": str(job.release.seed)} if t.shuffle else None)
         backend.write_table(meta, {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
     return published
-
-
-def _drop_scratch(backend: DuckDBBackend) -> None:
-    """Drop every scratch table of this connection (a TEMP table also dies with it)."""
-    try:
-        for (t,) in backend.rows("cleanup: scratch", render("release/scratch_tables.sql.j2"), {"prefix": PREFIX}):
-            backend.run("cleanup", render("release/drop_table.sql.j2", target=("temp", "main", t)))
-    except AnonDuckError:
-        pass  # the connection is unusable (e.g. interrupted); its TEMP tables go with it

@@ -1,11 +1,16 @@
-"""Names of a run's scratch objects.
+"""Names of a run's scratch objects, and their cleanup: the one place that knows them.
 
 Scratch tables are DuckDB TEMP tables: they live only in the connection that made them, so
 a killed process leaves nothing behind in the database file, and two runs on two
 connections never see each other's scratch. They are also dropped explicitly at the end of
-every run. The ``_ad_`` prefix keeps them from shadowing a user's own tables.
+every run. The ``_ad_`` prefix keeps them from shadowing a user's own tables, and tells the
+cleanup which tables are ours.
 """
 from __future__ import annotations
+
+from .backend.base import Backend
+from .errors import AnonDuckError
+from .sqlrender import render
 
 PREFIX = "_ad_"
 
@@ -13,3 +18,21 @@ PREFIX = "_ad_"
 def scratch(name: str) -> tuple[str, str, str]:
     """Fully qualified name of a scratch table: ("temp", "main", "_ad_<name>")."""
     return ("temp", "main", PREFIX + name)
+
+
+def scratch_tables(backend: Backend, group: str = "") -> list[tuple[str, str, str]]:
+    """The scratch tables this connection holds, all of them or those of one group (the
+    tables named ``scratch(group + ...)``)."""
+    return [scratch(t[len(PREFIX):]) for (t,) in backend.rows(
+        "scratch: list", render("release/scratch_tables.sql.j2"), {"prefix": PREFIX + group})]
+
+
+def drop_scratch(backend: Backend, group: str = "") -> None:
+    """Drop this connection's scratch tables (or one group of them). A connection that can no
+    longer run statements (e.g. interrupted) keeps them until it closes, and TEMP tables go
+    with it."""
+    try:
+        for table in scratch_tables(backend, group):
+            backend.run("scratch: drop", render("release/drop_table.sql.j2", target=table))
+    except AnonDuckError:
+        pass

@@ -17,8 +17,7 @@ import numpy as np
 from ...backend.base import Backend
 from ...inputs import Inputs
 from ...job import Job
-from ...scratch import PREFIX
-from ...sqlrender import render
+from ...scratch import drop_scratch
 from .classes import FrequencySet, node_classes
 from .grouping import Catalog
 from .levels import QILevels
@@ -68,13 +67,5 @@ def comparator_report(backend: Backend, job: Job, inputs: Inputs, params: Counte
                                            width=width)
                   for q in qi_entries(backend, job, params.domain)}
     finally:
-        _drop_staged(backend)
+        drop_scratch(backend, group="cf_")   # stage_release's tables, not the prepared input
     return ComparatorResult(node.classes.levels, node.lm, node.rce, node.dm, errors)
-
-
-def _drop_staged(backend: Backend) -> None:
-    """Drop the scratch tables ``stage_release`` made (prefix ``_ad_cf_``), and no others: the
-    caller's prepared input is scratch too and must survive."""
-    for (t,) in backend.rows("comparator: scratch", render("release/scratch_tables.sql.j2"),
-                             {"prefix": PREFIX + "cf_"}):
-        backend.run("comparator: cleanup", render("release/drop_table.sql.j2", target=("temp", "main", t)))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from ...backend.duckdb import DuckDBBackend
 from ...job import Job
+from ...scratch import scratch
 from ...sqlrender import render
 
 
 def blow_up(backend: DuckDBBackend, job: Job, alpha: int, seed: int = 2009, p: float = 0.2) -> tuple[str, ...]:
-    """Write ``adult_big`` (a TEMP table) and return its name."""
-    source, target = ("temp", "main", "adult_src"), ("temp", "main", "adult_big")
+    """Write the scratch table ``adult_big`` and return its name."""
+    source, target = scratch("adult_src"), scratch("adult_big")
     backend.run("bench: load", render("inputs/load_file.sql.j2", target=source, format="parquet"),
                 {"path": str(job.dataset.source.path)})
     others = [job.dataset.class_, job.dataset.sensitive]
