@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import anon_duck
-from anon_duck.api import backend_for, _drop_scratch
+from anon_duck.api import backend_for
+from anon_duck.scratch import drop_scratch
 from anon_duck.errors import InfeasibleError
 from anon_duck.inputs import prepare
 from anon_duck.methods.artuc import constraints as uc
@@ -200,7 +201,7 @@ def test_are_estimator_on_section_4_7_queries(con, toy):
                                                 Fraction(5, 16)]
     are = np.mean(np.abs(counts["c_a"] - counts["c_o"]) / counts["c_o"])
     assert frac(are) == Fraction(13, 32)
-    _drop_scratch(backend)
+    drop_scratch(backend)
 
 
 def test_baseline_pre_generalizes_to_the_boxes(con, toy):
