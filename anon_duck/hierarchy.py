@@ -3,9 +3,19 @@
 Every hierarchy a job names is turned into one edge list and then into three scratch tables
 shared by all methods:
 
-* ``hier_node(hierarchy, node, parent, depth, is_leaf, n_leaves, lo, hi, label)``
+* ``hier_node(hierarchy, node, parent, depth, is_leaf, n_leaves, lo, hi, label, level)``
 * ``hier_closure(hierarchy, node, ancestor, distance)`` (reflexive)
-* ``hier_level(hierarchy, leaf, level, node)`` (full-domain levels, capped at the root)
+* ``hier_level(hierarchy, leaf, level, node)`` (full-domain levels)
+
+Levels (ARX's rule: every leaf has a node at every level, a shorter branch repeats a node).
+Each node has a ``level``: 0 for leaves, the root's level is the hierarchy's height, and levels
+grow strictly from a node to its parent. A node stands for its leaves from its own level up to
+the level below its parent's, so level i of a leaf is its highest ancestor whose level is at
+most i, and the nodes of one level partition the leaves. Builders that know their levels say
+them (an interval that would equal its parent stays at the next level; an ARX column is a
+level); in an edge list or a built-in tree a node's level is the height minus its depth, so a
+branch shorter than the tallest one keeps its leaf for the levels it lacks. One validator
+(``hierarchy/level_errors.sql.j2``) checks every hierarchy at load time.
 
 Sources: ARX-style CSV (one line per leaf, one column per level, leaf first), edge lists
 (CSV ``node,parent[,label]`` or a table with those columns), integer interval builders
@@ -45,11 +55,13 @@ class Edge:
     label: str | None = None
     lo: float | None = None
     hi: float | None = None
+    level: int | None = None     # None: the height minus the node's depth (see the module docstring)
 
 
 def arx_edges(path: Path, delimiter: str = ";") -> list[Edge]:
-    """ARX hierarchy CSV: ``leaf;level1;...;*`` per line. A value equal to the one before it
-    (ARX repeats a value that is not generalized at that level) adds no edge."""
+    """ARX hierarchy CSV: ``leaf;level1;...;*`` per line; column j is level j. A value equal
+    to the one before it (ARX repeats a value that is not generalized at that level) adds no
+    edge: that node stands for its leaves at both levels."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = [r for r in csv.reader(f, delimiter=delimiter) if r and any(c.strip() for c in r)]
@@ -59,16 +71,21 @@ def arx_edges(path: Path, delimiter: str = ";") -> list[Edge]:
         raise JobError(f"hierarchy file {str(path)!r} is empty")
     width = len(rows[0])
     parent_of: dict[str, str | None] = {}
+    level_of: dict[str, int] = {}
     for line_no, row in enumerate(rows, 1):
         if len(row) != width:
             raise JobError(f"{path}: line {line_no} has {len(row)} levels, the first line has {width}")
-        chain = [row[0]] + [v for prev, v in zip(row, row[1:]) if v != prev]
-        for child, par in zip(chain, chain[1:] + [None]):
+        chain = [(0, row[0])] + [(j, v) for j, (prev, v) in enumerate(zip(row, row[1:]), 1) if v != prev]
+        for (level, child), par in zip(chain, [v for _, v in chain[1:]] + [None]):
             known = parent_of.setdefault(child, par)
             if known != par:
                 raise JobError(f"{path}: line {line_no}: {child!r} has two parents ({known!r} and {par!r}); "
                                "a hierarchy must be a tree")
-    return [Edge(n, p) for n, p in parent_of.items()]
+            if level_of.setdefault(child, level) != level:
+                raise JobError(f"{path}: line {line_no}: {child!r} starts at column {level + 1}, on an earlier "
+                               f"line at column {level_of[child] + 1}; a value must start at the same level on "
+                               "every line")
+    return [Edge(n, p, level=level_of[n]) for n, p in parent_of.items()]
 
 
 def edge_list_edges(path: Path, delimiter: str = ",") -> list[Edge]:
@@ -94,7 +111,9 @@ def interval_edges(values: Sequence[float], *, width: float, levels: int | None,
     or ARX's 5, 10, 20 for age) until one interval covers the domain, and that interval is
     the root. Without ``dyadic`` there is one interval level under a ``*`` root. ``levels``
     caps the number of interval levels (then ``*`` is the root). The last interval of a
-    level is cut at ``hi``; an interval equal to its parent is not repeated."""
+    level is cut at ``hi``; an interval equal to its parent (``[88-90]`` under a cut
+    ``[88-97]``) is that parent: the node stays, at its first level, and stands for its leaves
+    at the next level too, so every level partitions the domain."""
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
         raise InputError(f"hierarchy {name!r}: the column has no values to build intervals from")
@@ -111,7 +130,7 @@ def interval_edges(values: Sequence[float], *, width: float, levels: int | None,
     def label(a: int, b: int) -> str:
         return f"[{a}-{b}]"
 
-    edges: dict[str, Edge] = {str(v): Edge(str(v), None, str(v), v, v) for v in range(base, top + 1)}
+    edges: dict[str, Edge] = {str(v): Edge(str(v), None, str(v), v, v, 0) for v in range(base, top + 1)}
     current = {str(v): (v, v) for v in range(base, top + 1)}
     w, level = int(width), 0
     while len(current) > 1 and (levels is None or level < levels):
@@ -125,17 +144,17 @@ def interval_edges(values: Sequence[float], *, width: float, levels: int | None,
             if parent == node:
                 continue
             e = edges[node]
-            edges[node] = Edge(node, parent, e.label, e.lo, e.hi)
-            edges.setdefault(parent, Edge(parent, None, parent, pa, pb))
+            edges[node] = Edge(node, parent, e.label, e.lo, e.hi, e.level)
+            edges.setdefault(parent, Edge(parent, None, parent, pa, pb, level))
         current = nxt
         if not dyadic:
             break
         w *= 2
     if len(current) > 1:
-        edges["*"] = Edge("*", None, "*", base, top)
+        edges["*"] = Edge("*", None, "*", base, top, level + 1)
         for node in current:
             e = edges[node]
-            edges[node] = Edge(node, "*", e.label, e.lo, e.hi)
+            edges[node] = Edge(node, "*", e.label, e.lo, e.hi, e.level)
     return list(edges.values())
 
 
@@ -149,7 +168,8 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
     values_for = values_for or {}
     backend.write_table(EDGES, {"hierarchy": np.array([], dtype=str), "node": np.array([], dtype=str),
                                 "parent": np.array([], dtype=str), "label": np.array([], dtype=str),
-                                "lo": np.array([], dtype=float), "hi": np.array([], dtype=float)})
+                                "lo": np.array([], dtype=float), "hi": np.array([], dtype=float),
+                                "level": np.array([], dtype=float)})
     for spec in specs:
         if spec.type == "builtin":
             _load_builtin(backend, spec)
@@ -183,6 +203,11 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
     if cycles:
         h, node = cycles[0]
         raise JobError(f"hierarchy.{h}: node {node!r} is on a cycle (or the tree is deeper than {MAX_DEPTH} levels)")
+    bad_levels = backend.rows("hierarchy: levels check", render("hierarchy/level_errors.sql.j2", node_table=NODES))
+    if bad_levels:
+        h, node, problem = bad_levels[0]
+        raise JobError(f"hierarchy.{h}: node {node!r} {problem}; the levels of a hierarchy must grow from every "
+                       "node to its parent, from 0 at the leaves to the root's")
     backend.run("hierarchy: levels", render("hierarchy/levels.sql.j2", node_table=NODES, closure_table=CLOSURE,
                                             level_table=LEVELS))
 
@@ -196,6 +221,7 @@ def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:
         "label": np.array([e.label for e in edges], dtype=object),
         "lo": np.array([np.nan if e.lo is None else e.lo for e in edges], dtype=float),
         "hi": np.array([np.nan if e.hi is None else e.hi for e in edges], dtype=float),
+        "level": np.array([np.nan if e.level is None else e.level for e in edges], dtype=float),
     })
     backend.run(f"hierarchy {name}: append", render("hierarchy/append_edges.sql.j2", target=EDGES, source=tmp))
 

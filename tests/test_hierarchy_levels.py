@@ -1,0 +1,153 @@
+"""Issue #16 item 1: every level of every hierarchy partitions the leaves (ARX's rule: a shorter
+branch repeats a node), whatever the hierarchy type; one validator checks it at load time."""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import defaultdict
+
+import duckdb
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import anon_duck
+from anon_duck.backend import DuckDBBackend
+from anon_duck.errors import JobError
+from anon_duck.hierarchy import CLOSURE, LEVELS, NODES, build
+from anon_duck.job import HierarchySpec, load_job
+from anon_duck.sqlrender import qualified
+
+from conftest import JOBS
+
+
+def _levels(con, hierarchy: str) -> dict[int, dict[str, str]]:
+    """level -> {leaf: node}."""
+    out: dict[int, dict[str, str]] = defaultdict(dict)
+    for level, leaf, node in con.execute(f"SELECT level, leaf, node FROM {qualified(LEVELS)} WHERE hierarchy = ?",
+                                         [hierarchy]).fetchall():
+        out[level][leaf] = node
+    return out
+
+
+def assert_levels_partition(con, hierarchy: str) -> None:
+    """At every level each leaf has exactly one node, each node used covers exactly the leaves
+    mapped to it, and the numeric bounds of the nodes used do not overlap."""
+    leaves_of: dict[str, set[str]] = defaultdict(set)
+    for node, leaf in con.execute(
+            f"SELECT c.ancestor, c.node FROM {qualified(CLOSURE)} c JOIN {qualified(NODES)} n "
+            f"ON n.hierarchy = c.hierarchy AND n.node = c.node AND n.is_leaf WHERE c.hierarchy = ?",
+            [hierarchy]).fetchall():
+        leaves_of[node].add(leaf)
+    all_leaves = set().union(*leaves_of.values())
+    bounds = {n: (lo, hi) for n, lo, hi in con.execute(
+        f"SELECT node, lo, hi FROM {qualified(NODES)} WHERE hierarchy = ?", [hierarchy]).fetchall()}
+    levels = _levels(con, hierarchy)
+    assert sorted(levels) == list(range(len(levels)))
+    for level, mapping in levels.items():
+        assert set(mapping) == all_leaves, level
+        used: dict[str, set[str]] = defaultdict(set)
+        for leaf, node in mapping.items():
+            used[node].add(leaf)
+        for node, leaves in used.items():
+            assert leaves == leaves_of[node], (level, node)
+        spans = sorted(bounds[n] for n in used if bounds[n][0] is not None)
+        for (_, hi), (lo, _) in zip(spans, spans[1:]):
+            assert lo > hi, (level, spans)
+    assert levels[0] == {leaf: leaf for leaf in all_leaves}
+    assert len(set(levels[max(levels)].values())) == 1            # the root
+
+
+def _build_interval(values, **spec) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE v AS SELECT unnest(?::INTEGER[]) AS x", [list(values)])
+    build(DuckDBBackend(con), [HierarchySpec("h", "interval", **spec)], values_for={"h": ("v", "x")})
+    return con
+
+
+def test_the_issue_example_publishes_one_partition_per_level():
+    """Ages 18..90, width 5, dyadic: [88-90] would equal its width-10 parent; it stays at level
+    2 instead of leaving 88..90 one level shallower under [78-90]."""
+    con = _build_interval(range(18, 91), width=5, dyadic=True)
+    assert_levels_partition(con, "h")
+    level2 = set(_levels(con, "h")[2].values())
+    assert {"[78-87]", "[88-90]"} <= level2 and "[78-90]" not in level2
+    assert _levels(con, "h")[3]["88"] == "[78-90]"
+
+
+def test_a_fulldomain_release_on_that_hierarchy_has_disjoint_age_intervals(tmp_path):
+    rng = np.random.default_rng(3)
+    ages = np.concatenate([rng.integers(18, 88, 200), [88, 89, 90, 88, 89, 90]])
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people AS SELECT row_number() OVER () AS pid, age, 'x' AS disease "
+                "FROM (SELECT unnest(?::INTEGER[]) AS age)", [ages.tolist()])
+    job_file = tmp_path / "job.toml"
+    job_file.write_text('[input]\ntable = "people"\nid = "pid"\nsensitive = "disease"\n'
+                        '[[input.qi]]\ncolumn = "age"\nkind = "numeric"\nhierarchy = "age"\n'
+                        '[hierarchy.age]\ntype = "interval"\nwidth = 5\ndyadic = true\n'
+                        '[method]\nname = "fulldomain"\nk = 6\n[release]\nname = "r"\nseed = 1\n')
+    job = load_job(job_file)
+    anon_duck.run(con, job)
+    spans = sorted(con.execute("SELECT DISTINCT age__lo, age__hi FROM r_release").fetchall())
+    assert len(spans) > 1
+    for (_, hi), (lo, _) in zip(spans, spans[1:]):
+        assert lo > hi, spans
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lo=st.integers(0, 40), span=st.integers(0, 90), width=st.integers(1, 12), dyadic=st.booleans(),
+       levels=st.one_of(st.none(), st.integers(1, 4)))
+def test_interval_levels_partition(lo, span, width, dyadic, levels):
+    con = _build_interval(range(lo, lo + span + 1), width=width, dyadic=dyadic, levels=levels)
+    assert_levels_partition(con, "h")
+
+
+def _random_tree(rng: random.Random) -> list[tuple[str, str | None]]:
+    """A random unbalanced tree: each inner node gets 1-3 children, each child is a leaf with
+    some probability, depth at most 5."""
+    edges = [("root", None)]
+    frontier = [("root", 0)]
+    n = 0
+    while frontier:
+        node, depth = frontier.pop()
+        for _ in range(rng.randint(1, 3)):
+            n += 1
+            child = f"n{n}"
+            edges.append((child, node))
+            if depth < 4 and rng.random() < 0.5:
+                frontier.append((child, depth + 1))
+    return edges
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_unbalanced_edge_trees_partition_at_every_level(tmp_path, seed):
+    edges = _random_tree(random.Random(seed))
+    path = tmp_path / "tree.csv"
+    path.write_text("node,parent\n" + "".join(f"{n},{p or ''}\n" for n, p in edges))
+    con = duckdb.connect()
+    build(DuckDBBackend(con), [HierarchySpec("t", "edges", path=path)])
+    assert_levels_partition(con, "t")
+
+
+def test_a_shorter_arx_line_repeats_its_value(tmp_path):
+    """ARX repeats a value that is not generalized at a level: 'b;b;*' keeps b at level 1."""
+    path = tmp_path / "h.csv"
+    path.write_text("a;x;*\nc;x;*\nb;b;*\n")
+    con = duckdb.connect()
+    build(DuckDBBackend(con), [HierarchySpec("h", "arx", path=path)])
+    assert_levels_partition(con, "h")
+    assert _levels(con, "h")[1] == {"a": "x", "c": "x", "b": "b"}
+
+
+def test_an_arx_value_starting_at_two_levels_is_refused(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("a;x;x;*\nb;b;x;*\n")
+    with pytest.raises(JobError, match="'x' starts at column 3, on an earlier line at column 2"):
+        build(DuckDBBackend(duckdb.connect()), [HierarchySpec("h", "arx", path=path)])
+
+
+def test_builtin_icd_tree_levels_partition():
+    con = duckdb.connect()
+    build(DuckDBBackend(con), [HierarchySpec("icd", "builtin", builtin="icd9cm", leaf_level="category")])
+    assert_levels_partition(con, "icd")
