@@ -53,10 +53,11 @@ def test_missing_job_file(tmp_path, capsys):
 def test_demo_prints_a_verified_summary(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split()[:3] == ["method", "release", "verified"]
+    table = out.split("\n\n")[0].splitlines()          # the legend follows a blank line
+    assert table[0].split()[:3] == ["method", "release", "verified"]
     from anon_duck.demo import DEMO_JOBS
-    assert [line.split()[0] for line in out.splitlines()[1:]] == [m for m, _ in DEMO_JOBS]
-    assert all(line.split()[2] == "yes" for line in out.splitlines()[1:])
+    assert [line.split()[0] for line in table[1:]] == [m for m, _ in DEMO_JOBS]
+    assert all(line.split()[2] == "yes" for line in table[1:])
 
 
 def test_database_errors_exit_2(tmp_path, capsys):

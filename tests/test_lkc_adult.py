@@ -111,23 +111,23 @@ def test_blow_up_is_seeded_and_keeps_each_record_a_variation():
     alpha, n = 3, 30_162
     qis = [q.column for q in job.dataset.qis]
     blow_up(backend, job, alpha)
-    first = table_fingerprint(con, "adult_big")
+    first = table_fingerprint(con, "_ad_adult_big")
     blow_up(backend, job, alpha)
-    assert table_fingerprint(con, "adult_big") == first
+    assert table_fingerprint(con, "_ad_adult_big") == first
     blow_up(backend, job, alpha, seed=1)
-    assert table_fingerprint(con, "adult_big") != first
-    rows, ids = con.execute("SELECT count(*), count(DISTINCT id) FROM adult_big").fetchone()
+    assert table_fingerprint(con, "_ad_adult_big") != first
+    rows, ids = con.execute("SELECT count(*), count(DISTINCT id) FROM _ad_adult_big").fetchone()
     assert rows == ids == alpha * n
     # b.id = copy · max(id) + original id (source ids 1..n): every row joins its original
-    joined = f"FROM adult_big b JOIN adult_src s ON s.id = (b.id - 1) % {n} + 1"
+    joined = f"FROM _ad_adult_big b JOIN _ad_adult_src s ON s.id = (b.id - 1) % {n} + 1"
     copy = f"(b.id - 1) // {n}"
     other = "b.salary_class IS DISTINCT FROM s.salary_class OR b.marital_status IS DISTINCT FROM s.marital_status"
     assert con.execute(f"SELECT count(*), count(*) FILTER ({other}) {joined}").fetchone() == (alpha * n, 0)
     qid_changed = " OR ".join(f"b.{q} IS DISTINCT FROM s.{q}" for q in qis)
     assert con.execute(f"SELECT count(*) FILTER ({qid_changed}) {joined} WHERE {copy} = 0").fetchone()[0] == 0
     for q in qis:
-        domain = con.execute(f"SELECT count(DISTINCT {q}) FROM adult_src").fetchone()[0]
-        outside = con.execute(f"SELECT count(*) FROM adult_big WHERE {q} NOT IN (SELECT {q} FROM adult_src)")
+        domain = con.execute(f"SELECT count(DISTINCT {q}) FROM _ad_adult_src").fetchone()[0]
+        outside = con.execute(f"SELECT count(*) FROM _ad_adult_big WHERE {q} NOT IN (SELECT {q} FROM _ad_adult_src)")
         assert outside.fetchone()[0] == 0, q
         share = con.execute(f"SELECT avg(CAST(b.{q} IS DISTINCT FROM s.{q} AS INT)) {joined} WHERE {copy} > 0")
         assert share.fetchone()[0] == pytest.approx(0.2 * (1 - 1 / domain), abs=0.01), q
