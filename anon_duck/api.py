@@ -157,8 +157,8 @@ def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Pat
             else:
                 partial.mkdir(parents=True)
                 for name in names:
-                    backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt),
-                                {"path": str(partial / f"{name}.{fmt}")})
+                    backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt,
+                                                         path=str(partial / f"{name}.{fmt}")))
             os.replace(partial, target)
         except BaseException:
             if partial.is_dir():
@@ -170,7 +170,7 @@ def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Pat
 
 def _export_database(backend: DuckDBBackend, names: list[str], path: Path) -> None:
     alias = "anon_duck_export"
-    backend.run("export: attach", render("release/attach.sql.j2", alias=alias), {"path": str(path)})
+    backend.run("export: attach", render("release/attach.sql.j2", alias=alias, path=str(path)))
     try:
         for name in names:
             backend.run(f"export {name}", render("release/export_duckdb.sql.j2", alias=alias, source=(name,), name=name))
