@@ -15,7 +15,7 @@ from anon_duck import api
 from anon_duck.errors import InputError, JobError, VerificationError
 from anon_duck.job import Source
 from anon_duck.methods import get_method
-from anon_duck.sqlrender import ident
+from anon_duck.sqlrender import ident, qualified
 from anon_duck.verifiers import CheckResult
 
 from conftest import FIXTURES, table_fingerprint, user_tables
@@ -89,13 +89,28 @@ def test_same_seed_same_bytes_other_seed_other_order(con, job_file):
     assert sorted(again) == sorted(first) and again != first
 
 
-def test_rows_are_not_in_input_order(con, job_file):
+def test_rows_are_not_in_input_order(con, job_file, monkeypatch):
+    """The published order is a seeded shuffle of the staged release, not the order the method
+    staged it in (which already differs from the input order, so comparing with the input
+    alone would pass without any shuffle): same seed, same order; another seed, another."""
     job = _with_table(job_file("toy_fulldomain.toml"), "patients")
     _load_toy(con)
-    anon_duck.run(con, job)
-    released = [r[0] for r in con.execute("SELECT disease FROM toy_k2_release").fetchall()]
+    staged_rows: list[list[tuple]] = []
+    real_publish = api._publish
+
+    def capture(backend, job, tables, checks, facts):
+        release = next(t for t in tables if t.suffix == "release")
+        staged_rows.append(con.execute(f"SELECT * FROM {qualified(release.staged)}").fetchall())
+        return real_publish(backend, job, tables, checks, facts)
+    monkeypatch.setattr(api, "_publish", capture)
+    orders = []
+    for seed in (1, 1, 2):
+        anon_duck.run(con, dataclasses.replace(job, release=dataclasses.replace(job.release, seed=seed)))
+        orders.append(con.execute("SELECT * FROM toy_k2_release").fetchall())
     original = [r[0] for r in con.execute("SELECT disease FROM patients").fetchall()]
-    assert sorted(released) == sorted(original) and released != original
+    assert sorted(r[0] for r in orders[0]) == sorted(original)
+    assert sorted(orders[0]) == sorted(staged_rows[0]) and orders[0] != staged_rows[0]
+    assert orders[0] == orders[1] and orders[2] != orders[0]
 
 
 def test_two_releases_do_not_interfere(con, job_file):
