@@ -127,8 +127,8 @@ def test_toy_verpart_trace_rejects_695_10_then_drops_692_71():
     assert not km_ok(masks, cur, idx["695.10"], 3, 2)
     assert km_ok(masks, cur[:3], idx["692.71"], 3, 2)
     out = verpart(masks, 3, 2, _policy(rec, EXPECTED["utility_constraints"]).constraint_of)
-    assert [_names(rec, d) for d in out.domains] == [["296.00", "296.01", "296.02"], ["692.71", "695.10"]]
-    assert _names(rec, out.item) == ["401.0", "834.0", "944.01"]
+    assert [_names(rec, d) for d in out] == [["296.00", "296.01", "296.02"], ["692.71", "695.10"]]
+    assert _names(rec, _item_domain(masks, out)) == ["401.0", "834.0", "944.01"]
 
 
 # digest F11 variant table: (constraints?, k, m) -> (P1 chunks, P1 items, P2 chunks, P2 items)
@@ -156,9 +156,9 @@ def test_toy_variants_of_digest_f11(constrained, k, m, p1, i1, p2, i2):
     label = np.asarray([0 if i in ("r1", "r2", "r3", "r4", "r5") else 1 for i in sorted(rows)])
     masks = cluster_masks(rec, label, 2)
     got = [verpart(mk, k, m, pol.constraint_of) for mk in masks]
-    assert [sorted(_names(rec, d)) for d in got[0].domains] == [sorted(d) for d in p1]
-    assert [sorted(_names(rec, d)) for d in got[1].domains] == [sorted(d) for d in p2]
-    assert (_names(rec, got[0].item), _names(rec, got[1].item)) == (i1, i2)
+    assert [sorted(_names(rec, d)) for d in got[0]] == [sorted(d) for d in p1]
+    assert [sorted(_names(rec, d)) for d in got[1]] == [sorted(d) for d in p2]
+    assert (_names(rec, _item_domain(masks[0], got[0])), _names(rec, _item_domain(masks[1], got[1]))) == (i1, i2)
 
 
 def _maxsup_min(rows: dict[str, list[str]], rec: Records, structure, m: int) -> int:
@@ -550,3 +550,46 @@ def test_reconstructions_keep_chunks_and_draw_item_counts(con, mode, mean_401):
     pair = con.execute(f"SELECT count(*) / 400.0 FROM (SELECT recon_id FROM {'.'.join(RECON)} WHERE code IN "
                        "('834.0', '944.01') GROUP BY recon_id, cluster_id, row_no HAVING count(*) = 2)").fetchone()[0]
     assert pair == 3
+
+
+# ------------------------------------------------------------------------------------------
+# completeness (issue #16 item 11b): the privacy audit sees only the release, so a code the
+# method lost would pass it; the completeness check compares the release with the input
+# ------------------------------------------------------------------------------------------
+def _item_domain(masks, domains) -> list[int]:
+    """Fig. 9 line 4's item chunk: the cluster's codes in no record chunk."""
+    return sorted(set(masks) - {t for d in domains for t in d})
+
+
+def test_completeness_passes_every_toy_release_and_catches_a_lost_or_miscounted_code(con):
+    import anon_duck
+    from anon_duck.verifiers.disassociation import completeness
+    job = load_job(JOBS / "disassociation_toy.toml")
+    result = anon_duck.run(con, job)
+    assert [c.name for c in result.checks][-1] == "disassociation_completeness" and result.verified
+    tables = {s: ("main", f"{job.release.name}_{s}") for s in ("record_chunks", "shared_chunks", "item_chunks")}
+    checks = anon_duck.verify(con, job)                      # re-reads the input codes itself
+    assert checks[-1].name == "disassociation_completeness" and checks[-1].passed
+    con.execute("CREATE TABLE input_codes AS SELECT DISTINCT CAST(pid AS VARCHAR) AS id, CAST(code AS VARCHAR) AS code "
+                f"FROM read_parquet('{FIXTURES / '001' / 'toy_records.parquet'}')")
+    backend = DuckDBBackend(con)
+    assert completeness(backend, tables, codes=("input_codes",)).passed
+    # the mutant of the issue: a code dropped from the item chunk (the only place it was released)
+    r = job.release.name
+    dropped, held_by = con.execute(
+        f"SELECT i.code, (SELECT count(*) FROM input_codes c WHERE c.code = i.code) FROM {r}_item_chunks i "
+        f"WHERE i.code NOT IN (SELECT unnest(codes) FROM {r}_record_chunks UNION SELECT unnest(codes) FROM "
+        f"{r}_shared_chunks) GROUP BY i.code HAVING count(*) = 1 ORDER BY i.code LIMIT 1").fetchone()
+    con.execute(f"DELETE FROM {r}_item_chunks WHERE code = ?", [dropped])
+    lost = completeness(backend, tables, codes=("input_codes",))
+    assert not lost.passed and lost.violations == [
+        {"code": dropped, "input_records": held_by, "subrecords": None, "item_clusters": None,
+         "problem": "missing from the release (none is suppressed)"}]
+    # a record chunk that lost one code of one subrecord: its count no longer matches the input
+    con.execute(f"INSERT INTO {r}_item_chunks SELECT cluster_id, ? FROM {r}_item_chunks LIMIT 1", [dropped])
+    chunk_code = con.execute(f"SELECT unnest(codes) AS c FROM {job.release.name}_record_chunks LIMIT 1").fetchone()[0]
+    con.execute(f"UPDATE {job.release.name}_record_chunks SET codes = list_filter(codes, lambda x: x <> ?) "
+                f"WHERE sub_id = (SELECT min(sub_id) FROM {job.release.name}_record_chunks "
+                f"WHERE list_contains(codes, ?))", [chunk_code, chunk_code])
+    miscounted = completeness(backend, tables, codes=("input_codes",))
+    assert not miscounted.passed and [v["code"] for v in miscounted.violations] == [chunk_code]

@@ -103,7 +103,7 @@ def _ensure_hierarchies(backend: Backend, job: Job) -> None:
     """The hierarchy tables exist during a run; ``anon-duck verify`` on a published release
     builds them from the job's hierarchy definitions (no data needed for file/built-in trees)."""
     # rows(), not scalar(): DuckDB 2.0 keeps a fetchone() result open, which blocks register()
-    if backend.rows("verify: hierarchy tables", render("verify/artuc_temp_table_exists.sql.j2"),
+    if backend.rows("verify: hierarchy tables", render("verify/temp_table_exists.sql.j2"),
                     {"name": NODES[-1]})[0][0]:
         return
     used = {q.hierarchy for q in job.dataset.qis if q.hierarchy}

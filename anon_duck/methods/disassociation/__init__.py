@@ -22,10 +22,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...backend.base import Backend
-from ...inputs import Inputs
+from ...inputs import Inputs, prepare
 from ...job import Job
+from ...scratch import scratch
+from ...sqlrender import render
 from ...verifiers import CheckResult
-from ...verifiers.disassociation import audit
+from ...verifiers.disassociation import audit, completeness
 from ..base import Progress, Staged, check_k
 from .chunks import cluster_masks, refine, vertical_partitioning
 from .encoding import Records, encode
@@ -79,7 +81,16 @@ class Disassociation:
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: DisParams) -> list[CheckResult]:
-        return audit(backend, tables, k=params.k, m=params.m)
+        """The privacy audit, then completeness against the input codes: the prepared ones
+        during a run, re-read from the job's input for ``anon-duck verify``."""
+        checks = audit(backend, tables, k=params.k, m=params.m)
+        if not checks[0].passed:        # the release does not have a disassociated release's tables
+            return checks
+        codes = scratch("codes")
+        if not backend.rows("verify: input codes", render("verify/temp_table_exists.sql.j2"),
+                            {"name": codes[-1]})[0][0]:
+            codes = prepare(backend, job).codes
+        return checks + [completeness(backend, tables, codes=codes)]
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: DisParams) -> dict[str, Any]:

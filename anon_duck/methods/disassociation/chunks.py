@@ -75,7 +75,7 @@ def vertical_partitioning(masks: list[dict[int, int]], k: int, m: int, constrain
         if len(frequent) <= 1:
             domains = [frequent] if frequent else []
         else:
-            domains = verpart(mp, k, m, constraint_of, unconstrained_order).domains
+            domains = verpart(mp, k, m, constraint_of, unconstrained_order)
         chunks += [Chunk("record", [p], {p: d}) for d in domains]
         items.append({t: mk for t, mk in mp.items() if mk.bit_count() < k})
     progress("VERPART", n, n)
@@ -129,7 +129,7 @@ def refine(items: list[dict[int, int]], record_chunks: list[Chunk], sizes: np.nd
                 if refining and (a.serial, b.serial) not in failed:
                     members = a.members + b.members
                     joint = _joint_masks(items, sizes, members, refining)
-                    domains = verpart(joint, k, m, constraint_of, unconstrained_order).domains
+                    domains = verpart(joint, k, m, constraint_of, unconstrained_order)
                     if domains:
                         moved = {t for d in domains for t in d}
                         new_chunks = [Chunk("shared", members, {p: sorted(set(d) & set(items[p])) for p in members})

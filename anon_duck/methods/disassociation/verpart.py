@@ -7,7 +7,6 @@ HORPART's clusters and REFINE's projected joint clusters (digest §3.4) both cal
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -15,21 +14,14 @@ import numpy as np
 UNCONSTRAINED_ORDERS = ("after", "interleave")
 
 
-@dataclass(frozen=True)
-class Vertical:
-    """Result of VERPART: the record-chunk domains ``T_1..T_v`` (codes in insertion order)
-    and the item-chunk domain ``T_T``."""
-
-    domains: list[list[int]]
-    item: list[int]
-
-
 def verpart(masks: Mapping[int, int], k: int, m: int, constraint_of: np.ndarray,
-            unconstrained_order: str = "after") -> Vertical:
-    """Fig. 9. ``masks[t]`` is the row bitmask of code ``t`` in the cluster (its popcount is
-    ``s(t)``); ``constraint_of[t]`` is t's utility constraint (-1: none)."""
+            unconstrained_order: str = "after") -> list[list[int]]:
+    """Fig. 9: the record-chunk domains ``T_1..T_v`` (codes in insertion order). ``masks[t]``
+    is the row bitmask of code ``t`` in the cluster (its popcount is ``s(t)``);
+    ``constraint_of[t]`` is t's utility constraint (-1: none). The item-chunk domain ``T_T``
+    (line 4: codes with support below k) is every code of the cluster in no domain; the
+    callers (chunks.py) derive it from the domains."""
     support = {t: mask.bit_count() for t, mask in masks.items()}                 # lines 2-3
-    item = sorted(t for t, s in support.items() if s < k)                        # line 4
     remain = order_codes([t for t, s in support.items() if s >= k], support, constraint_of,
                          unconstrained_order)                                    # line 5
     domains: list[list[int]] = []
@@ -42,7 +34,7 @@ def verpart(masks: Mapping[int, int], k: int, m: int, constraint_of: np.ndarray,
         domains.append(cur)                                                      # lines 18-19
         taken = set(cur)
         remain = [t for t in remain if t not in taken]                           # line 20
-    return Vertical(domains, item)
+    return domains
 
 
 def order_codes(codes: Sequence[int], support: Mapping[int, int], constraint_of: np.ndarray,
