@@ -17,12 +17,13 @@ from anon_duck.api import backend_for
 from anon_duck.scratch import drop_scratch
 from anon_duck.errors import InfeasibleError
 from anon_duck.inputs import prepare
+from anon_duck.job import load_job
 from anon_duck.methods.artuc import constraints as uc
 from anon_duck.methods.artuc.algorithm import ArtUC
 from anon_duck.methods.artuc.report import QUERIES, are_counts
 from anon_duck.methods.artuc.staging import load_problem
 
-from conftest import FIXTURES
+from conftest import FIXTURES, JOBS
 
 
 def frac(x: float, den: int = 100_000) -> Fraction:
@@ -220,3 +221,67 @@ def test_rmr_approximation_ignores_constraints(con, toy):
     assert result.verified and [c.name for c in result.checks] == ["artuc_structure", "kkm_anonymity"]
     assert "approximation" in result.facts["variant"]
     assert "approximation" in anon_duck.report(con, job)["note"]
+
+
+# ------------------------------------------------------------------------------------------
+# Issue #16 item 11a: the merge loop's shortcuts change nothing. A merged cluster's cached code
+# supports are the sum of its parts' (an element-wise max would lower the UL floor's input and
+# let pruning skip the best partner while the release still verified).
+# ------------------------------------------------------------------------------------------
+def _random_problem(con, tmp_path, seed: int, n: int = 400):
+    from anon_duck.bench.generators import informs_like
+    data = informs_like.generate(tmp_path / f"informs_like_{seed}", n, seed=seed)
+    job = load_job(JOBS / "artuc_informs_uc1.toml")
+    params = {key: v for key, v in job.params.items() if key != "epsilon_share"}
+    params.update(k=5, m=2, delta=0.4, epsilon=1e12, merge_candidates=0)
+    codes = dataclasses.replace(job.dataset.codes, source=dataclasses.replace(job.dataset.codes.source,
+                                                                               path=data.codes))
+    dataset = dataclasses.replace(job.dataset, source=dataclasses.replace(job.dataset.source, path=data.persons))
+    return _toy_algorithm(con, dataclasses.replace(job, dataset=dataclasses.replace(dataset, codes=codes),
+                                                   params=params))
+
+
+class _CheckedSupports(dict):
+    """The support cache, checking every value stored against a fresh count of the cluster's
+    members' codes (clusters are looked up in ``clusters``, filled as the algorithm makes them)."""
+
+    def __init__(self, alg: ArtUC, clusters: dict) -> None:
+        super().__init__()
+        self.alg, self.clusters, self.checked = alg, clusters, 0
+
+    def __setitem__(self, cid, supports) -> None:
+        if cid in self.clusters:
+            members = self.clusters[cid].members
+            fresh = np.bincount(np.concatenate([self.alg.codes[r] for r in members]), minlength=self.alg.block.size)
+            assert np.array_equal(supports, fresh), f"cluster {cid}: cached supports differ from a fresh count"
+            self.checked += 1
+        super().__setitem__(cid, supports)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_cached_code_supports_equal_a_fresh_count_after_every_merge(con, tmp_path, seed, monkeypatch):
+    alg, _ = _random_problem(con, tmp_path, seed)
+    merged: dict = {}
+    real_union = alg._union
+
+    def union(a, b):
+        c = real_union(a, b)
+        merged[c.cid] = c
+        return c
+    monkeypatch.setattr(alg, "_union", union)
+    alg._support_cache = _CheckedSupports(alg, merged)
+    alg.run()
+    assert merged and alg._support_cache.checked >= len(merged)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pruned_partner_choice_equals_a_full_scan(con, tmp_path, seed):
+    """Step 20 skips partners whose UL floor exceeds the best UL found: with a floor of 0 every
+    partner is scored (a full scan), and the merges must be the same ones."""
+    pruned, _ = _random_problem(con, tmp_path, seed)
+    full, _ = _random_problem(con, tmp_path, seed)
+    full._ul_floor = lambda a, b: 0
+    pruned.run()
+    full.run()
+    merges = [t for t in pruned.trace if t.startswith("merge")]
+    assert merges and merges == [t for t in full.trace if t.startswith("merge")]
