@@ -19,8 +19,10 @@ branch shorter than the tallest one keeps its leaf for the levels it lacks. One 
 
 Sources: ARX-style CSV (one line per leaf, one column per level, leaf first), edge lists
 (CSV ``node,parent[,label]`` or a table with those columns), integer interval builders
-(fixed width, or dyadic: the width doubles per level), and the built-in ICD-9-CM and
-ICD-10-CM trees shipped in ``anon_duck/data`` (see LICENSES.md there).
+(fixed width, or dyadic: the width doubles per level), masking (ARX's redaction: mask one more
+trailing character per level) and dates (day → month → year → decade), built in SQL from
+the column's values, and the built-in ICD-9-CM and ICD-10-CM trees shipped in
+``anon_duck/data`` (see LICENSES.md there).
 """
 from __future__ import annotations
 
@@ -174,6 +176,18 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
         if spec.type == "builtin":
             _load_builtin(backend, spec)
             continue
+        if spec.type in ("mask", "date"):
+            if spec.name not in values_for:
+                raise JobError(f"hierarchy.{spec.name}: a {spec.type} hierarchy is built from the values of the "
+                               "column that uses it; no input.qi column names it")
+            relation, column = values_for[spec.name]
+            if spec.type == "mask":
+                _mask_edges(backend, spec, relation, column)
+            else:
+                backend.run(f"hierarchy {spec.name}: dates", render(
+                    "hierarchy/date_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation,
+                    column=column, units=list(spec.units)))
+            continue
         if spec.type == "arx":
             edges = arx_edges(spec.path, spec.delimiter or ";")
         elif spec.type == "edges":
@@ -210,6 +224,22 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
                        "node to its parent, from 0 at the leaves to the root's")
     backend.run("hierarchy: levels", render("hierarchy/levels.sql.j2", node_table=NODES, closure_table=CLOSURE,
                                             level_table=LEVELS))
+
+
+def _mask_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
+    """ARX's masking hierarchy: pad to ``length`` (default: the longest value), then mask one
+    more character from the right per level (``hierarchy/mask_edges.sql.j2``)."""
+    rows = backend.rows(f"hierarchy {spec.name}: lengths", render(
+        "hierarchy/mask_too_long.sql.j2", relation=relation, column=column, width=spec.length))
+    if spec.length is not None and rows:
+        raise InputError(f"hierarchy.{spec.name}.length = {spec.length}: column {column!r} holds longer values "
+                         f"({', '.join(repr(r[0]) for r in rows)}; the longest has {rows[0][1]} characters)")
+    width = spec.length or int((rows[0][1] if rows else 0) or 0)
+    if width < 1:
+        raise InputError(f"hierarchy.{spec.name}: column {column!r} has no values to mask")
+    backend.run(f"hierarchy {spec.name}: mask", render(
+        "hierarchy/mask_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation, column=column,
+        width=width, padding=spec.padding, mask=spec.mask))
 
 
 def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 from .errors import JobError
 
 QI_KINDS = ("numeric", "categorical", "date")
-HIERARCHY_TYPES = ("arx", "edges", "interval", "builtin")
+HIERARCHY_TYPES = ("arx", "edges", "interval", "builtin", "mask", "date")
+DATE_UNITS = ("month", "year", "decade")
 BUILTIN_HIERARCHIES = ("icd9cm", "icd10cm")
 # A release name becomes a prefix of table names; it is quoted anyway, but a plain name keeps
 # exported file names and views readable.
@@ -84,6 +85,13 @@ class HierarchySpec:
     # builtin ICD trees: which levels to keep (e.g. 3-digit → section → chapter)
     leaf_level: str | None = None
     delimiter: str | None = None     # None: ';' for arx files, ',' for edge lists
+    # mask builder (ARX's redaction): pad to ``length`` with ``padding`` on the left, then mask
+    # 1, 2, ... characters from the right with ``mask``
+    length: int | None = None
+    padding: str = "0"
+    mask: str = "*"
+    # date builder: the units above the day, bottom up (a subset of DATE_UNITS, in that order)
+    units: tuple[str, ...] = DATE_UNITS
 
 
 @dataclass(frozen=True)
@@ -257,7 +265,7 @@ def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
         key = f"hierarchy.{name}"
         spec = _table(spec, key)
         _only(spec, key, {"type", "path", "table", "name", "width", "levels", "dyadic", "lo", "hi",
-                          "leaf_level", "delimiter"})
+                          "leaf_level", "delimiter", "length", "padding", "mask", "units"})
         _required(spec, key, ("type",))
         typ = _str(spec["type"], f"{key}.type")
         if typ not in HIERARCHY_TYPES:
@@ -289,9 +297,27 @@ def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
         leaf_level = _opt_str(spec.get("leaf_level"), f"{key}.leaf_level")
         if leaf_level is not None and typ != "builtin":
             raise JobError(f"{key}.leaf_level only applies to built-in ICD hierarchies")
+        mask_keys = {"length", "padding", "mask"} & set(spec)
+        if mask_keys and typ != "mask":
+            raise JobError(f"{key}.{sorted(mask_keys)[0]} only applies to type 'mask'")
+        length = spec.get("length")
+        if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 1):
+            raise JobError(f"{key}.length = {length!r}: must be a whole number >= 1")
+        padding, mask = spec.get("padding", "0"), spec.get("mask", "*")
+        for k, v in (("padding", padding), ("mask", mask)):
+            if not isinstance(v, str) or len(v) != 1:
+                raise JobError(f"{key}.{k} = {v!r}: must be one character")
+        if "units" in spec and typ != "date":
+            raise JobError(f"{key}.units only applies to type 'date'")
+        units = spec.get("units", list(DATE_UNITS))
+        if not isinstance(units, list) or not units or any(u not in DATE_UNITS for u in units) \
+                or list(units) != [u for u in DATE_UNITS if u in units]:
+            raise JobError(f"{key}.units = {units!r}: a non-empty list of {', '.join(DATE_UNITS)}, bottom up, "
+                           "each at most once")
         out[name] = HierarchySpec(
             name, typ, path, table, builtin, float(width) if width is not None else None, levels, dyadic,
-            spec.get("lo"), spec.get("hi"), leaf_level, _opt_str(spec.get("delimiter"), f"{key}.delimiter"))
+            spec.get("lo"), spec.get("hi"), leaf_level, _opt_str(spec.get("delimiter"), f"{key}.delimiter"),
+            length, padding, mask, tuple(units))
     return out
 
 

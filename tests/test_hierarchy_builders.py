@@ -1,0 +1,86 @@
+"""Issue #16 item 5: ARX's masking hierarchy and a date hierarchy, built in SQL from the column's
+values, checked by the level validator and usable end to end."""
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import anon_duck
+from anon_duck.backend import DuckDBBackend
+from anon_duck.errors import InputError, JobError
+from anon_duck.hierarchy import build
+from anon_duck.job import HierarchySpec, load_job
+
+from test_hierarchy_levels import _levels, assert_levels_partition
+
+
+def _built(values: dict[str, list], *specs: HierarchySpec) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE p AS SELECT * FROM (VALUES " + ", ".join(
+        "(" + ", ".join(repr(v) for v in row) + ")" for row in zip(*values.values())) + ") t(" + ", ".join(values) + ")")
+    build(DuckDBBackend(con), list(specs), values_for={s.name: ("p", c) for s, c in zip(specs, values)})
+    return con
+
+
+def test_mask_pads_then_masks_one_more_character_per_level():
+    con = _built({"zip": ["13053", "13068", "2134"]}, HierarchySpec("zip", "mask", length=5))
+    assert_levels_partition(con, "zip")
+    levels = _levels(con, "zip")
+    assert levels[1] == {"13053": "1305*", "13068": "1306*", "2134": "0213*"}
+    assert set(levels[2].values()) == {"130**", "021**"} and set(levels[5].values()) == {"*****"}
+
+
+def test_mask_without_length_aligns_on_the_longest_value_and_takes_other_characters():
+    con = _built({"code": ["AB1", "AB22"]}, HierarchySpec("code", "mask", padding="_", mask="#"))
+    assert _levels(con, "code")[1] == {"AB1": "_AB#", "AB22": "AB2#"}
+    assert_levels_partition(con, "code")
+
+
+def test_a_value_longer_than_the_mask_length_is_named():
+    with pytest.raises(InputError, match=r"hierarchy.zip.length = 4: column 'zip' holds longer values \('13053'"):
+        _built({"zip": ["13053", "2134"]}, HierarchySpec("zip", "mask", length=4))
+
+
+def test_dates_generalize_to_month_year_decade():
+    con = _built({"d": ["2019-03-04", "2021-11-30", "2021-11-02"]}, HierarchySpec("d", "date"))
+    assert_levels_partition(con, "d")
+    levels = _levels(con, "d")
+    assert [levels[i]["2021-11-30"] for i in range(5)] == ["2021-11-30", "2021-11", "2021", "2020s", "*"]
+    con2 = _built({"d": ["2019-03-04", "2021-11-30"]}, HierarchySpec("d", "date", units=("year",)))
+    assert [_levels(con2, "d")[i]["2019-03-04"] for i in range(3)] == ["2019-03-04", "2019", "*"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ('type = "date"\nunits = ["year", "month"]', "units .*bottom up"),
+    ('type = "date"\nunits = ["week"]', "units"),
+    ('type = "mask"\nlength = 0', "length = 0"),
+    ('type = "mask"\npadding = "00"', "padding = '00': must be one character"),
+    ('type = "edges"\npath = "x.csv"\nmask = "#"', "mask only applies to type 'mask'"),
+])
+def test_bad_builder_keys_are_job_errors(tmp_path, spec, message):
+    job = tmp_path / "job.toml"
+    job.write_text('[input]\ntable = "p"\nid = "id"\n[[input.qi]]\ncolumn = "zip"\nhierarchy = "h"\n'
+                   f'[hierarchy.h]\n{spec}\n[method]\nname = "fulldomain"\nk = 2\n[release]\nname = "r"\n')
+    with pytest.raises(JobError, match=message):
+        load_job(job)
+
+
+def test_fulldomain_on_a_masked_zip_and_a_date_of_birth(tmp_path):
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE people AS SELECT * FROM (VALUES
+        (1, '13053', DATE '1961-03-04', 'flu'), (2, '13068', DATE '1962-11-30', 'flu'),
+        (3, '13053', DATE '1968-07-01', 'hiv'), (4, '13022', DATE '1975-01-09', 'flu'),
+        (5, '13021', DATE '1977-05-05', 'cancer'), (6, '14850', DATE '1979-12-31', 'flu'),
+        (7, '14853', DATE '1983-02-02', 'hiv'), (8, '14853', DATE '1988-08-08', 'flu')) t(id, zip, born, disease)""")
+    job_file = tmp_path / "job.toml"
+    job_file.write_text('[input]\ntable = "people"\nid = "id"\nsensitive = "disease"\n'
+                        '[[input.qi]]\ncolumn = "zip"\nhierarchy = "zip"\n'
+                        '[[input.qi]]\ncolumn = "born"\nkind = "date"\nhierarchy = "born"\n'
+                        '[hierarchy.zip]\ntype = "mask"\n[hierarchy.born]\ntype = "date"\n'
+                        '[method]\nname = "fulldomain"\nk = 2\n[release]\nname = "r"\nseed = 1\n')
+    job = load_job(job_file)
+    result = anon_duck.run(con, job)
+    assert result.verified
+    rows = con.execute("SELECT zip, born FROM r_release").fetchall()
+    assert all(z.endswith("*") for z, _ in rows) and len(rows) == 8
+    assert all(c.passed for c in anon_duck.verify(con, job))
