@@ -8,9 +8,20 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import export, inspect, report, run, verify  # noqa: E402
 from .errors import AnonDuckError, InfeasibleError, InputError, JobError, VerificationError  # noqa: E402
 from .job import load_job, parse_job  # noqa: E402
+
+_API = ("run", "verify", "report", "export", "inspect")
+
+
+def __getattr__(name: str):
+    """``anon_duck.run`` and the other API calls, imported on first use (PEP 562): importing a
+    method package (``anon_duck.methods.lkc``) then loads the package's base but never the API
+    that sits above the methods."""
+    if name in _API:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'anon_duck' has no attribute {name!r}")
 
 __all__ = ["run", "verify", "report", "export", "inspect", "load_job", "parse_job", "AnonDuckError", "JobError",
            "InputError", "InfeasibleError", "VerificationError", "__version__"]

@@ -119,7 +119,7 @@ def test_compiled_q_is_step_2_in_step_4_order(seed):
     Q row for row as the plain Python count sorted by (-support, size, lexicographic) (A18):
     clusters with duplicated records (ties in support), codes past one 64-bit word, any k."""
     from anon_duck.methods import gendiag as module
-    from anon_duck.methods.gendiag_kernel import initial_q
+    from anon_duck.methods.gendiag.kernel import initial_q
     for part in range(50):
         rng = np.random.default_rng(1000 * seed + part)
         records, block = _random_cluster(rng, int(rng.integers(1, 200)), int(rng.integers(1, 120)), 3)

@@ -32,7 +32,7 @@ def test_quick_bench_runs_every_case(tmp_path, capsys, monkeypatch):
 def test_prepare_builds_data_before_the_repetitions(tmp_path, monkeypatch):
     # the data is on disk before the first timed repetition starts, and that repetition only reads it
     from anon_duck.bench import runner
-    from anon_duck.bench.cases import DATA
+    from anon_duck.bench.generators import DATA
     monkeypatch.chdir(tmp_path)
     cached_at_start: list[list[Path]] = []
 

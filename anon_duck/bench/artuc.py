@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..job import Job, Source, job_from_dict, load_job
-from .cases import DATA
-from .generators import cached, ehrd_like, informs_like
+from .generators import DATA, cached, ehrd_like, informs_like
 
 
 def ehrd_job(n: int, *, k: int = 10, m: int = 2, delta: float = 0.04, merge_candidates: int = 4) -> Job:

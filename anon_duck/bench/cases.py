@@ -15,11 +15,11 @@ import duckdb
 from ..backend import DuckDBBackend
 from ..sqlrender import render
 from ..verifiers import k_anonymity, l_diversity
+from .generators import DATA
 
 if TYPE_CHECKING:
     from ..job import Job
 
-DATA = Path("bench_out") / "data"
 CASES: dict[str, Callable[[float], dict[str, Any]]] = {}
 # name -> (peer case, what it is compared with): the runner prints ratios for these pairs.
 PEERS: dict[str, str] = {}
@@ -201,7 +201,7 @@ def _bms_job(scale: float) -> Job:
     import dataclasses
 
     from ..job import load_job
-    from ..methods.disassociation.experiments import blow_up
+    from .papers.disassociation import blow_up
     if scale < 1:
         return load_job(_jobs() / "disassociation_toy.toml")
     job = load_job(_jobs() / "disassociation_bms.toml")
@@ -228,7 +228,7 @@ def disassociation_bms(scale: float) -> dict[str, Any]:
 @case("longitudinal_d50")
 def longitudinal_d50(scale: float) -> dict[str, Any]:
     """A-GS + MDAV' (k = 5) on a D50^Pop-like cohort of 27,639 × scale patients (seed 004 Table I)."""
-    from ..methods.longitudinal.bench import run
+    from .papers.longitudinal import run
     out = run("D50_pop", 5, max(20, int(27_639 * scale)))
     return {"seconds": out["seconds"], "rows": out["n"], "verified": out["verified"],
             "ilm": out["ilm_alg"], "alm": out["alm_alg"]}

@@ -13,7 +13,8 @@ import json
 import resource
 from pathlib import Path
 
-from .cases import CASES, DATA, PREPARE
+from .cases import CASES, PREPARE
+from .generators import DATA
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,6 +21,10 @@ from ...backend import DuckDBBackend
 from ...sqlrender import render
 
 
+# Where generated bench data is cached (relative to the working directory, like bench_out/).
+DATA = Path("bench_out") / "data"
+
+
 @dataclass(frozen=True)
 class Dataset:
     """A generated data set: ``persons`` (one row per person) and ``codes`` (person, code)."""

@@ -21,6 +21,7 @@ from ...hierarchy import CLOSURE, NODES
 from ...inputs import Inputs
 from ...job import Job
 from ...scratch import scratch
+from .qis import QIInfo
 from ...sqlrender import render
 from .params import ArtUCParams, Bands, Range
 
@@ -29,22 +30,6 @@ if TYPE_CHECKING:
 
 BOXES, CODESETS, BLOCKS, RECORD_BOX = (scratch("artuc_box"), scratch("artuc_codeset"), scratch("artuc_block"),
                                        scratch("artuc_record_box"))
-
-
-@dataclass(frozen=True)
-class QIInfo:
-    """What the templates and the algorithm need to know about one QI."""
-
-    i: int
-    column: str
-    numeric: bool
-    hierarchy: str | None
-    weight: float
-    lo: float          # numeric: data minimum (NCP domain, A8); categorical: unused
-    hi: float
-
-    def ctx(self) -> dict[str, Any]:
-        return {"i": self.i, "column": self.column, "numeric": self.numeric, "hierarchy": self.hierarchy}
 
 
 def qi_infos(backend: Backend, job: Job, inputs: Inputs) -> list[QIInfo]:

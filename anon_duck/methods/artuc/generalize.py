@@ -15,7 +15,7 @@ import numpy as np
 from ...backend.base import Backend
 from ...hierarchy import NODES
 from ...sqlrender import render
-from .constraints import QIInfo
+from .qis import QIInfo
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from ...scratch import scratch
 from ...sqlrender import render
 from ..gendiag import GenDiagResult
 from .algorithm import Cluster
-from .constraints import BLOCKS, RECORD_BOX, QIInfo
+from .constraints import BLOCKS, RECORD_BOX
+from .qis import QIInfo
 from .generalize import Demographics, Tree, load_tree
 
 RECORDS = scratch("artuc_records")

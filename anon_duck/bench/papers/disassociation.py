@@ -13,7 +13,7 @@
   {2, 5, 10, 25}, m in {1, 2, 3}, each release through ``anon_duck.run`` (anonymize,
   independent audit, publish), verified / clusters / seconds per setting.
 
-Run ``python -m anon_duck.methods.disassociation.experiments compare``, ``... pairs``, ``... growth``
+Run ``python -m anon_duck.bench.papers.disassociation compare``, ``... pairs``, ``... growth``
 or ``... sweep``.
 """
 from __future__ import annotations
@@ -35,11 +35,11 @@ from ...backend.duckdb import DuckDBBackend
 from ...inputs import prepare
 from ...job import Job, load_job
 from ...sqlrender import render
-from . import disassociate
-from .encoding import Records, encode
-from .params import check_params
-from .policy import build_policy
-from .release import Structure
+from ...methods.disassociation import disassociate
+from ...methods.disassociation.encoding import Records, encode
+from ...methods.disassociation.params import check_params
+from ...methods.disassociation.policy import build_policy
+from ...methods.disassociation.release import Structure
 
 ROOT = Path(__file__).resolve().parents[3]
 JOBS = ROOT / "fixtures" / "jobs"
@@ -156,7 +156,7 @@ def growth(factors: list[int], seed: int, workdir: Path) -> list[dict]:
     for f in factors:
         data = workdir / f"bms_x{f}.parquet"
         n = blow_up(source, f, seed, data) if f > 1 else None
-        out = subprocess.run([sys.executable, "-m", "anon_duck.methods.disassociation.experiments", "_once",
+        out = subprocess.run([sys.executable, "-m", "anon_duck.bench.papers.disassociation", "_once",
                               str(JOBS / "disassociation_bms.toml"), str(data if f > 1 else source)],
                              capture_output=True, text=True, check=True)
         rows.append({"factor": f, **json.loads(out.stdout.strip().splitlines()[-1])})
@@ -188,7 +188,7 @@ def sweep(datasets: list[str], ks: list[int], ms: list[int]) -> Iterator[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m anon_duck.methods.disassociation.experiments")
+    ap = argparse.ArgumentParser(prog="python -m anon_duck.bench.papers.disassociation")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("compare")
     c.add_argument("--policies", default="level1,level2,sim,sup")

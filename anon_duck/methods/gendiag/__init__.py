@@ -32,7 +32,7 @@ without changing a single decision of the pseudocode:
 * Q (Step 2) is counted compiled for m <= 2 (an inverted index, no sort) and with numpy for
   larger m (all 1..m-combinations of every record at once, one ``unique``).
 * Steps 3-14, a chain of up to ~10^5 merges each depending on the previous one, run compiled
-  (:mod:`anon_duck.methods.gendiag_kernel`, numba) over packed record bitsets per token:
+  (:mod:`anon_duck.methods.gendiag.kernel`, numba) over packed record bitsets per token:
   sup(p) is the popcount of the AND of p's tokens' bitsets, and a merge is one OR. Step 6
   visits singleton candidates by support and stops at an exact bound.
 * The result keeps arrays and makes its tuples on first use: ArtUC's Step 20 needs only the
@@ -51,7 +51,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import gendiag_kernel as _kernel
+from . import kernel as _kernel
 
 _SMALL_Q = 2048        # m >= 3: Q of a cluster with fewer (record, itemset) pairs is counted in Python
 

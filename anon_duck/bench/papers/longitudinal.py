@@ -1,6 +1,6 @@
 """Benchmark and Appendix-A-style sweep on synthetic Table I cohorts (run by hand, never in tests).
 
-    python -m anon_duck.methods.longitudinal.bench D50_pop 5 [n_patients] [ags|baseline]
+    python -m anon_duck.bench.papers.longitudinal D50_pop 5 [n_patients] [ags|baseline]
 
 prints one JSON line: cohort, n, k, alignment, seconds (whole ``api.run``), peak RSS in MiB,
 ILM/ALM (Algorithm 3 and Definition 8), clusters and the verifier's verdict.
@@ -17,7 +17,7 @@ import duckdb
 from ... import api
 from ...backend.duckdb import DuckDBBackend
 from ...job import parse_job
-from .cohort import TABLE_I, generate, job_text
+from ..generators.cohort import TABLE_I, generate, job_text
 
 
 def run(cohort: str, k: int, n: int | None = None, alignment: str = "ags", seed: int = 1) -> dict:

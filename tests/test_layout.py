@@ -1,0 +1,38 @@
+"""Issue #16 item 7: method packages sit below the API. Importing any method (or GenDiag) loads
+neither anon_duck.api, nor the bench, nor the CLI; paper reproductions live with the bench."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from anon_duck.methods import method_names
+
+from conftest import REPO
+
+PACKAGES = sorted({f"anon_duck.methods.{p.stem if p.suffix == '.py' else p.name}"
+                   for p in (REPO / "anon_duck" / "methods").iterdir()
+                   if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()})
+
+
+def test_every_registered_method_has_a_package_checked_here():
+    assert {f"anon_duck.methods.{m}" for m in method_names()} - set(PACKAGES) <= {
+        "anon_duck.methods.artuc_baseline", "anon_duck.methods.artuc_rmr", "anon_duck.methods.cba"}
+    assert "anon_duck.methods.gendiag" in PACKAGES
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_method_package_imports_without_the_api_bench_or_cli(package):
+    code = ("import importlib, sys; importlib.import_module(%r); "
+            "print(sorted(m for m in sys.modules if m in ('anon_duck.api', 'anon_duck.cli', 'anon_duck.demo') "
+            "or m.startswith('anon_duck.bench')))" % package)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"{package} imports {out.stdout.strip()}"
+
+
+def test_paper_reproductions_live_with_the_bench():
+    methods = REPO / "anon_duck" / "methods"
+    assert not [p for p in methods.rglob("*.py") if p.stem in ("experiments", "figure", "bench", "cohort")]
+    assert (REPO / "anon_duck" / "bench" / "papers" / "disassociation.py").exists()
