@@ -12,6 +12,7 @@ import anon_duck
 from anon_duck.api import release_tables
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.backend.spark import to_spark
+from anon_duck.inputs import prepare
 from anon_duck.job import load_job
 from anon_duck.methods import get_method
 from anon_duck.risk import risk_measures
@@ -96,6 +97,9 @@ def test_a_release_made_on_duckdb_audits_identically_on_spark(spark, job_file):
     tables = release_tables(db, job)
     for name in tables.values():
         _copy(con, spark, name)
+    inputs = prepare(db, job)             # checks that read the input (completeness) find it on both engines
+    if inputs.codes:
+        _copy(con, spark, inputs.codes)
     method = get_method(job.method)
     params = method.check_params(job)
     on_duckdb, on_spark = method.verify(db, job, tables, params), method.verify(spark, job, tables, params)

@@ -26,3 +26,8 @@ class Backend(Protocol):
 
     def transaction(self) -> ContextManager[None]:
         """All-or-nothing scope for publishing a release."""
+
+    def scratch_exists(self, name: Sequence[str]) -> bool:
+        """Whether this session holds the scratch table ``name`` (``scratch.scratch(...)``): an
+        audit re-run by ``anon-duck verify`` rebuilds what a run left in scratch. Engines keep
+        their catalogs differently, so the backend answers."""

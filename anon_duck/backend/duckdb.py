@@ -107,6 +107,10 @@ class DuckDBBackend:
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _transaction(self.con)
 
+    def scratch_exists(self, name: Sequence[str]) -> bool:
+        # rows(), not scalar(): DuckDB 2.0 keeps a fetchone() result open, which blocks register()
+        return bool(self.rows("scratch: exists", render("verify/temp_table_exists.sql.j2"), {"name": name[-1]})[0][0])
+
 
 _UNITS = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40,
           "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}

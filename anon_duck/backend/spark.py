@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import os
 import shutil
 import time
@@ -35,7 +34,6 @@ from ..errors import AnonDuckError, EngineError
 
 SCRATCH_CATALOG = "temp"
 DEFAULT_SCHEMA = "main"
-_view_ids = itertools.count()
 
 
 def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
@@ -160,20 +158,18 @@ class SparkBackend:
         if len(target) == 2 and target[0] == DEFAULT_SCHEMA:
             target = target[1:]
         if target[0] == SCRATCH_CATALOG:
-            view = exp.to_identifier(target[-1], quoted=True).sql("spark")
-            tmp = f"_anon_duck_write_{next(_view_ids)}"
-            df.createOrReplaceTempView(tmp)
-            try:
-                self.spark.sql(f"DROP VIEW IF EXISTS {view}").collect()
-                self.spark.sql(f"CACHE TABLE {view} AS SELECT * FROM {tmp}").collect()
-            finally:
-                self.spark.catalog.dropTempView(tmp)
+            df.createOrReplaceTempView(target[-1])      # the session-local name, as in to_spark()
+            self.spark.catalog.cacheTable(target[-1])
         else:
             df.write.mode("overwrite").saveAsTable(".".join(exp.to_identifier(p, quoted=True).sql("spark")
                                                              for p in target))
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _no_transaction()
+
+    def scratch_exists(self, name: Sequence[str]) -> bool:
+        """A scratch table is a session-local view under its last name part."""
+        return bool(self.spark.catalog.tableExists(name[-1]))
 
 
 @contextlib.contextmanager

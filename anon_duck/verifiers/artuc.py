@@ -102,9 +102,7 @@ def _plain(v: Any) -> Any:
 def _ensure_hierarchies(backend: Backend, job: Job) -> None:
     """The hierarchy tables exist during a run; ``anon-duck verify`` on a published release
     builds them from the job's hierarchy definitions (no data needed for file/built-in trees)."""
-    # rows(), not scalar(): DuckDB 2.0 keeps a fetchone() result open, which blocks register()
-    if backend.rows("verify: hierarchy tables", render("verify/temp_table_exists.sql.j2"),
-                    {"name": NODES[-1]})[0][0]:
+    if backend.scratch_exists(NODES):
         return
     used = {q.hierarchy for q in job.dataset.qis if q.hierarchy}
     if job.dataset.codes and job.dataset.codes.hierarchy:

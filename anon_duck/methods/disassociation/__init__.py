@@ -25,7 +25,6 @@ from ...backend.base import Backend
 from ...inputs import Inputs, prepare
 from ...job import Job
 from ...scratch import scratch
-from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit, completeness
 from ..base import Progress, Staged, check_k
@@ -87,8 +86,7 @@ class Disassociation:
         if not checks[0].passed:        # the release does not have a disassociated release's tables
             return checks
         codes = scratch("codes")
-        if not backend.rows("verify: input codes", render("verify/temp_table_exists.sql.j2"),
-                            {"name": codes[-1]})[0][0]:
+        if not backend.scratch_exists(codes):
             codes = prepare(backend, job).codes
         return checks + [completeness(backend, tables, codes=codes)]
 
