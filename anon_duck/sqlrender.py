@@ -25,6 +25,7 @@ import jinja2
 import sqlglot
 from sqlglot import exp
 
+from .columns import hi_column, lo_column
 from .errors import InputError, TemplateError
 
 _PKG = Path(__file__).resolve().parent
@@ -158,9 +159,19 @@ def environment() -> jinja2.Environment:
     env.filters["ident"] = ident
     env.filters["qualified"] = qualified
     env.filters["lit"] = lit
+    env.filters["lo_column"] = lo_column
+    env.filters["hi_column"] = hi_column
     env.globals["fail"] = _fail
     env.globals[DBT_PACKAGE] = dbt_macros("duckdb")
     return env
+
+
+def add_template_dir(path: str | Path) -> None:
+    """Render templates from ``path`` too (after ``sql/``, so a plug-in cannot shadow ours)."""
+    folder = str(Path(path).resolve())
+    search = environment().loader.searchpath
+    if folder not in search:
+        search.append(folder)
 
 
 def render(name: str, /, *, shape: Hashable | None = None, **context: Any) -> str:

@@ -24,6 +24,19 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 
 
+def register(name: str, module: str, attribute: str = "METHOD", *, templates: str | None = None) -> None:
+    """Make a method defined outside this package (a plug-in) available to job files as
+    ``method.name = name``: ``module`` is its importable path, ``attribute`` the object with the
+    :class:`~anon_duck.methods.base.Method` contract, ``templates`` an optional folder of its own
+    SQL templates (rendered like the package's; a name there must not shadow one of ``sql/``)."""
+    if name in _REGISTRY and _REGISTRY[name] != (module, attribute):
+        raise JobError(f"method {name!r} is already registered (by {_REGISTRY[name][0]})")
+    if templates is not None:
+        from ..sqlrender import add_template_dir
+        add_template_dir(templates)
+    _REGISTRY[name] = (module, attribute)
+
+
 def method_names() -> list[str]:
     return sorted(_REGISTRY)
 

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..backend.base import Backend
+from ..columns import bounds
 from ..hierarchy import LEVELS, NODES
 from ..inputs import Inputs
 from ..job import Job
@@ -85,7 +86,7 @@ class FullDomain:
         # A numeric QI is published as its label and its bounds; a class is what an analyst
         # can tell apart, so the verifier groups on all three.
         qis = [c for q in job.dataset.qis
-               for c in ((q.column, f"{q.column}__lo", f"{q.column}__hi") if q.kind == "numeric" else (q.column,))]
+               for c in ((q.column, *bounds(q.column)) if q.kind == "numeric" else (q.column,))]
         return [k_anonymity(backend, relation=tables["release"], qis=qis, k=params.k)]
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..backend.base import Backend
+from ..columns import hi_column, lo_column
 from ..sqlrender import render
 from .models import CheckResult
 
@@ -21,8 +22,8 @@ from .models import CheckResult
 def interval_cut(backend: Backend, *, relation: tuple[str, ...], column: str, limit: int = 20) -> CheckResult:
     """The released intervals ``[lo, hi)`` of a grown numeric QID are pairwise disjoint."""
     rows = backend.rows(f"verify lkc: intervals of {column}", render(
-        "verify/lkc_interval_overlaps.sql.j2", relation=relation, column=column, lo=f"{column}__lo",
-        hi=f"{column}__hi"), {"limit": max(limit, 1)})
+        "verify/lkc_interval_overlaps.sql.j2", relation=relation, column=column, lo=lo_column(column),
+        hi=hi_column(column)), {"limit": max(limit, 1)})
     total = int(rows[0][2]) if rows else 0
     return CheckResult(f"lkc_interval_cut[{column}]", total == 0, total,
                        [{"a": a, "b": b} for a, b, _ in rows][:limit])

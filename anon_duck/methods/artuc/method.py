@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...backend.base import Backend
+from ...columns import is_bound
 from ...errors import InfeasibleError, InputError, JobError
 from ...inputs import Inputs
 from ...job import Job
@@ -40,7 +41,7 @@ class ArtUCMethod:
     def check_params(self, job: Job) -> ArtUCParams:
         params = check_artuc_params(job, constraints_required=self.variant != "rmr")
         for i, q in enumerate(job.dataset.qis):
-            if q.column in _RESERVED or q.column.endswith(("__lo", "__hi")):
+            if q.column in _RESERVED or is_bound(q.column):
                 raise JobError(f"input.qi[{i}].column = {q.column!r}: the release uses this name; rename the column")
         if self.variant == "rmr" and (params.constraints or params.grid):
             raise JobError("method artuc_rmr ignores utility constraints (RmR has none): remove method.constraint")
