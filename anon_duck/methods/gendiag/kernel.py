@@ -133,12 +133,10 @@ def _token_counts(recs: np.ndarray, local: np.ndarray, start: np.ndarray, rep: n
 
 
 @njit(cache=True, nogil=True)
-def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarray, queue: np.ndarray,
-                  k: int) -> tuple[np.ndarray, int]:
-    """Steps 3-14 of GenDiag on a cluster of ``n`` records (``local[start[i]:start[i+1]]``: the
-    local code ids of record i), ``block``: dense block id per local code, ``queue``: Q in the
-    order of Step 4, rows of code ids padded with γ. Returns the code -> token map (-1:
-    suppressed) and s (codes suppressed)."""
+def _setup(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarray) -> tuple:
+    """Step 3: every code is a token of its own. Token rows as record bitsets, support, size,
+    smallest code and block per token, each token's codes as a linked list, and per block the
+    slots of its present tokens and its singleton codes by support (Step 6's visiting order)."""
     gamma = block.size
     words = max(1, (n + 63) // 64)
     n_tok = 2 * gamma + 1
@@ -188,6 +186,244 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
     sorder = np.argsort(block * (n + 1) * gamma + (n - tsup[:gamma]) * gamma + np.arange(gamma))
     salive = np.ones(max(gamma, 1), dtype=np.bool_)   # still a singleton token
     shead = boff[:n_blocks].copy()                   # first entry of a block that may be alive
+    return (rows, everyone, tsup, tsize, tmin, tblock, head, tail, nxt, rep, boff, blen, btok, slot, bsingle,
+            sorder, salive, shead)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step_4_itemset(queue: np.ndarray, q: int, gamma: int, rep: np.ndarray, p: np.ndarray) -> int:
+    """Step 4: the next itemset of Q, canonicalized as the distinct current tokens of its codes
+    (suppressed codes left out). Returns its size; the tokens are ``p[:n_p]``."""
+    m = queue.shape[1]
+    n_p = 0                                   # p canonicalized: its codes' current tokens
+    for j in range(m):
+        c = queue[q, j]
+        if c == gamma or rep[c] < 0:
+            continue
+        t = rep[c]
+        dup = False
+        for x in range(n_p):
+            dup = dup or p[x] == t
+        if not dup:
+            p[n_p] = t
+            n_p += 1
+    return n_p
+
+
+@njit(cache=True, nogil=True)
+def _step_6_partner_sizes(p: np.ndarray, n_p: int, tsize: np.ndarray, tblock: np.ndarray, bsingle: np.ndarray,
+                          boff: np.ndarray, blen: np.ndarray, btok: np.ndarray, opt_u: np.ndarray,
+                          opt_z: np.ndarray) -> tuple[int, int]:
+    """Step 6, first part: for each u in p that has a partner in its block, the smallest
+    partner size z (``opt_u``/``opt_z``); returns how many and the least |u| + z."""
+    n_opt = 0
+    least = -1
+    for j in range(n_p):
+        u = p[j]
+        b = tblock[u]
+        z = -1
+        if bsingle[b] > (1 if tsize[u] == 1 else 0):
+            z = 1                         # another code of the block is still a token
+        else:
+            for x in range(boff[b], boff[b] + blen[b]):
+                t = btok[x]
+                if t != u and (z < 0 or tsize[t] < z):
+                    z = tsize[t]
+        if z >= 0:
+            opt_u[n_opt] = u
+            opt_z[n_opt] = z
+            n_opt += 1
+            if least < 0 or tsize[u] + z < least:
+                least = tsize[u] + z
+    return n_opt, least
+
+
+@njit(cache=True, nogil=True)
+def _steps_9_to_12(p: np.ndarray, n_p: int, rows: np.ndarray, tsup: np.ndarray, tsize: np.ndarray,
+                   tmin: np.ndarray, tblock: np.ndarray, head: np.ndarray, nxt: np.ndarray, rep: np.ndarray,
+                   bsingle: np.ndarray, salive: np.ndarray, btok: np.ndarray, slot: np.ndarray, boff: np.ndarray,
+                   blen: np.ndarray, k: int) -> int:
+    """Steps 9-12: no token of p can merge in its block; suppress the least supported token of p
+    (ties: smallest code) until p reaches k records or is empty. Returns the codes suppressed."""
+    s = 0
+    while n_p:
+        if _reaches(rows, tsup, p, n_p, k):
+            break
+        e_at = 0
+        for j in range(1, n_p):
+            e, f = p[j], p[e_at]
+            if tsup[e] < tsup[f] or (tsup[e] == tsup[f] and tmin[e] < tmin[f]):
+                e_at = j
+        e = p[e_at]
+        s += tsize[e]
+        b = tblock[e]
+        _leave_block(e, b, tsize, bsingle, salive, btok, slot, boff, blen)
+        c = head[e]
+        while c >= 0:
+            rep[c] = -1
+            c = nxt[c]
+        p[e_at] = p[n_p - 1]
+        n_p -= 1
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _step_6_best_pair(p: np.ndarray, n_p: int, n_opt: int, opt_u: np.ndarray, opt_z: np.ndarray, least: int,
+                      rows: np.ndarray, everyone: np.ndarray, tsup: np.ndarray, tsize: np.ndarray,
+                      tmin: np.ndarray, tblock: np.ndarray, btok: np.ndarray, boff: np.ndarray, blen: np.ndarray,
+                      bsingle: np.ndarray, sorder: np.ndarray, salive: np.ndarray, shead: np.ndarray,
+                      local: np.ndarray, start: np.ndarray, rep: np.ndarray, cnt: np.ndarray, seen: np.ndarray,
+                      touched: np.ndarray, acc: np.ndarray, rest: np.ndarray, gain: np.ndarray, nz: np.ndarray,
+                      words: int, avg_len: float, gamma: int) -> tuple[int, int]:
+    """Step 6: among the pairs (u, u') of one block with the least |u| + |u'| (UL(u ∪ u') =
+    2^|u ∪ u'| - 1 is then least), the one after which p is held by the most records (ties:
+    smallest code of u, then of u'). Returns (u, u')."""
+    # the pair of least key (-sup of p after the merge, smallest code of u, of u')
+    best_sup, best_u, best_v = -1, -1, -1
+    best_tu, best_tv = gamma, gamma               # tmin of the best pair's tokens
+    for o in range(n_opt):
+        u, z = opt_u[o], opt_z[o]
+        if tsize[u] + z != least:
+            continue
+        b = tblock[u]
+        _and_of(rows, everyone, p, n_p, u, -1, rest)
+        # candidates u': the tokens of size z in u's block. Singletons (z = 1, the usual
+        # case) are visited by support, highest first, so the scan stops at the first
+        # one whose bound cannot reach the best pair; larger tokens by a full scan
+        by_support = z == 1
+        top = -1                          # full scan: the candidate held by the most records
+        if by_support:
+            n_cand = bsingle[b] - (1 if tsize[u] == 1 else 0)
+            while shead[b] < boff[b + 1] and not salive[sorder[shead[b]]]:
+                shead[b] += 1
+        else:
+            n_cand = 0
+            for x in range(boff[b], boff[b] + blen[b]):
+                t = btok[x]
+                if t != u and tsize[t] == z:
+                    n_cand += 1
+                    if top < 0 or tsup[t] > tsup[top]:
+                        top = t
+        # sup(p after the merge), counted over few records when possible: p = {u}:
+        # sup(u) + sup(u') - |u ∩ u'|, the overlap counted on u's (< k) records; else
+        # sup(p) on u's records + what u' adds on the records of p without u
+        base = 0
+        n_gain = 0
+        n_nz = 0                          # words where u' can add records to p
+        for w in range(words):
+            base += _popcount(rest[w] & rows[u, w])
+            gain[w] = rest[w] & ~rows[u, w]
+            if gain[w] != _ZERO:
+                nz[n_nz] = w
+                n_nz += 1
+                n_gain += _popcount(gain[w])
+        if n_p == 1:
+            mode = 2
+            n_touched = _token_counts(rows[u], local, start, rep, cnt, seen, touched)
+        elif n_gain * avg_len < n_cand:   # cheaper than even bounding every candidate
+            mode = 1
+            n_touched = _token_counts(gain, local, start, rep, cnt, seen, touched)
+        else:
+            mode = 0
+            n_touched = 0
+        for j in range(n_p):              # u' in p: p loses it when merged
+            v = p[j]
+            if v != u and tsize[v] == z and tblock[v] == b:
+                _and_of(rows, everyone, p, n_p, u, v, acc)
+                sup = 0
+                for w in range(words):
+                    sup += _popcount(acc[w] & (rows[u, w] | rows[v, w]))
+                if _beats(sup, tmin[u], tmin[v], best_sup, best_tu, best_tv):
+                    best_sup, best_u, best_v, best_tu, best_tv = sup, u, v, tmin[u], tmin[v]
+        # the order of the visit does not change the choice (a strict order on
+        # (sup, smallest code of u, of u')), only how many candidates are scored;
+        # a full scan visits ``top`` first, for an early high bar
+        lo = shead[b] if by_support else boff[b] - (1 if top >= 0 else 0)
+        hi = boff[b + 1] if by_support else boff[b] + blen[b]
+        for x in range(lo, hi):
+            if by_support:
+                v = sorder[x]
+                if not salive[v]:
+                    continue
+            else:
+                v = top if x < boff[b] else btok[x]
+                if tsize[v] != z:
+                    continue
+            if v == u or _holds(p, n_p, v):
+                continue
+            # u' adds at most its own records (and p = {u} keeps at most sup(u) + sup(u'))
+            bound = tsup[u] + tsup[v] if mode == 2 else base + min(n_gain, tsup[v])
+            if not _beats(bound, tmin[u], tmin[v], best_sup, best_tu, best_tv):
+                # later singletons have no more support; for p = {u} an equal bound is
+                # an equal support, and those come by ascending code: they lose the tie
+                if by_support and (bound < best_sup or mode == 2):
+                    break
+                continue                     # cannot beat the best pair, not even on a tie
+            if mode == 2:
+                sup = tsup[u] + tsup[v] - cnt[v]
+            elif mode == 1:
+                sup = base + cnt[v]
+            else:                            # sup(p ∪ u') = base + what u' adds
+                sup = base
+                for x2 in range(n_nz):
+                    w = nz[x2]
+                    sup += _popcount(gain[w] & rows[v, w])
+            if _beats(sup, tmin[u], tmin[v], best_sup, best_tu, best_tv):
+                best_sup, best_u, best_v, best_tu, best_tv = sup, u, v, tmin[u], tmin[v]
+        for x in range(n_touched):
+            cnt[touched[x]] = 0
+            seen[touched[x]] = -1
+    return best_u, best_v
+
+
+@njit(cache=True, nogil=True)
+def _steps_7_8_merge(u: int, v: int, new: int, p: np.ndarray, n_p: int, rows: np.ndarray, words: int,
+                     tsup: np.ndarray, tsize: np.ndarray, tmin: np.ndarray, tblock: np.ndarray, slot: np.ndarray,
+                     btok: np.ndarray, boff: np.ndarray, blen: np.ndarray, bsingle: np.ndarray, salive: np.ndarray,
+                     head: np.ndarray, tail: np.ndarray, nxt: np.ndarray, rep: np.ndarray) -> int:
+    """Steps 7-8: the token ``new`` = u ∪ u' replaces u and u' in p, in Q (through ``rep``) and
+    in every record. Returns the size of p."""
+    b = tblock[u]
+    for t in (u, v):
+        _leave_block(t, b, tsize, bsingle, salive, btok, slot, boff, blen)
+    for w in range(words):
+        rows[new, w] = rows[u, w] | rows[v, w]
+    tsup[new] = _count(rows[new])
+    tsize[new] = tsize[u] + tsize[v]
+    tmin[new] = min(tmin[u], tmin[v])
+    tblock[new] = b
+    slot[new] = boff[b] + blen[b]
+    btok[slot[new]] = new
+    blen[b] += 1
+    nxt[tail[u]] = head[v]
+    head[new] = head[u]
+    tail[new] = tail[v]
+    c = head[new]
+    while c >= 0:
+        rep[c] = new
+        c = nxt[c]
+    kept = 0
+    for j in range(n_p):
+        if p[j] != u and p[j] != v:
+            p[kept] = p[j]
+            kept += 1
+    p[kept] = new
+    n_p = kept + 1
+    return n_p
+
+
+@njit(cache=True, nogil=True)
+def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarray, queue: np.ndarray,
+                  k: int) -> tuple[np.ndarray, int]:
+    """Steps 3-14 of GenDiag on a cluster of ``n`` records (``local[start[i]:start[i+1]]``: the
+    local code ids of record i), ``block``: dense block id per local code, ``queue``: Q in the
+    order of Step 4, rows of code ids padded with γ. Returns the code -> token map (-1:
+    suppressed) and s (codes suppressed)."""
+    gamma = block.size
+    words = max(1, (n + 63) // 64)
+    (rows, everyone, tsup, tsize, tmin, tblock, head, tail, nxt, rep, boff, blen, btok, slot, bsingle,
+     sorder, salive, shead) = _setup(n, local, start, block)                 # Step 3
+    n_tok = 2 * gamma + 1
     avg_len = start[n] / n if n else 0.0
     cnt = np.zeros(n_tok, dtype=np.int64)
     seen = np.full(n_tok, -1, dtype=np.int64)
@@ -203,185 +439,20 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
     new = gamma + 1
     s = 0
     for q in range(queue.shape[0]):                                            # Step 4
-        n_p = 0                                   # p canonicalized: its codes' current tokens
-        for j in range(m):
-            c = queue[q, j]
-            if c == gamma or rep[c] < 0:
-                continue
-            t = rep[c]
-            dup = False
-            for x in range(n_p):
-                dup = dup or p[x] == t
-            if not dup:
-                p[n_p] = t
-                n_p += 1
+        n_p = _step_4_itemset(queue, q, gamma, rep, p)
         while n_p:                                                             # Step 5
             if _reaches(rows, tsup, p, n_p, k):
                 break
-            # Step 6: for each u in p the smallest partner size in its block; only the pairs
-            # of the least |u| + |u'| (UL(u ∪ u') = 2^|u ∪ u'| - 1) can win
-            n_opt = 0
-            least = -1
-            for j in range(n_p):
-                u = p[j]
-                b = tblock[u]
-                z = -1
-                if bsingle[b] > (1 if tsize[u] == 1 else 0):
-                    z = 1                         # another code of the block is still a token
-                else:
-                    for x in range(boff[b], boff[b] + blen[b]):
-                        t = btok[x]
-                        if t != u and (z < 0 or tsize[t] < z):
-                            z = tsize[t]
-                if z >= 0:
-                    opt_u[n_opt] = u
-                    opt_z[n_opt] = z
-                    n_opt += 1
-                    if least < 0 or tsize[u] + z < least:
-                        least = tsize[u] + z
+            n_opt, least = _step_6_partner_sizes(p, n_p, tsize, tblock, bsingle, boff, blen, btok, opt_u, opt_z)
             if n_opt == 0:                                                     # Steps 9-12
-                while n_p:
-                    if _reaches(rows, tsup, p, n_p, k):
-                        break
-                    e_at = 0
-                    for j in range(1, n_p):
-                        e, f = p[j], p[e_at]
-                        if tsup[e] < tsup[f] or (tsup[e] == tsup[f] and tmin[e] < tmin[f]):
-                            e_at = j
-                    e = p[e_at]
-                    s += tsize[e]
-                    b = tblock[e]
-                    _leave_block(e, b, tsize, bsingle, salive, btok, slot, boff, blen)
-                    c = head[e]
-                    while c >= 0:
-                        rep[c] = -1
-                        c = nxt[c]
-                    p[e_at] = p[n_p - 1]
-                    n_p -= 1
+                s += _steps_9_to_12(p, n_p, rows, tsup, tsize, tmin, tblock, head, nxt, rep, bsingle, salive,
+                                    btok, slot, boff, blen, k)
                 break
-            # the pair of least key (-sup of p after the merge, smallest code of u, of u')
-            best_sup, best_u, best_v = -1, -1, -1
-            best_tu, best_tv = gamma, gamma               # tmin of the best pair's tokens
-            for o in range(n_opt):
-                u, z = opt_u[o], opt_z[o]
-                if tsize[u] + z != least:
-                    continue
-                b = tblock[u]
-                _and_of(rows, everyone, p, n_p, u, -1, rest)
-                # candidates u': the tokens of size z in u's block. Singletons (z = 1, the usual
-                # case) are visited by support, highest first, so the scan stops at the first
-                # one whose bound cannot reach the best pair; larger tokens by a full scan
-                by_support = z == 1
-                top = -1                          # full scan: the candidate held by the most records
-                if by_support:
-                    n_cand = bsingle[b] - (1 if tsize[u] == 1 else 0)
-                    while shead[b] < boff[b + 1] and not salive[sorder[shead[b]]]:
-                        shead[b] += 1
-                else:
-                    n_cand = 0
-                    for x in range(boff[b], boff[b] + blen[b]):
-                        t = btok[x]
-                        if t != u and tsize[t] == z:
-                            n_cand += 1
-                            if top < 0 or tsup[t] > tsup[top]:
-                                top = t
-                # sup(p after the merge), counted over few records when possible: p = {u}:
-                # sup(u) + sup(u') - |u ∩ u'|, the overlap counted on u's (< k) records; else
-                # sup(p) on u's records + what u' adds on the records of p without u
-                base = 0
-                n_gain = 0
-                n_nz = 0                          # words where u' can add records to p
-                for w in range(words):
-                    base += _popcount(rest[w] & rows[u, w])
-                    gain[w] = rest[w] & ~rows[u, w]
-                    if gain[w] != _ZERO:
-                        nz[n_nz] = w
-                        n_nz += 1
-                        n_gain += _popcount(gain[w])
-                if n_p == 1:
-                    mode = 2
-                    n_touched = _token_counts(rows[u], local, start, rep, cnt, seen, touched)
-                elif n_gain * avg_len < n_cand:   # cheaper than even bounding every candidate
-                    mode = 1
-                    n_touched = _token_counts(gain, local, start, rep, cnt, seen, touched)
-                else:
-                    mode = 0
-                    n_touched = 0
-                for j in range(n_p):              # u' in p: p loses it when merged
-                    v = p[j]
-                    if v != u and tsize[v] == z and tblock[v] == b:
-                        _and_of(rows, everyone, p, n_p, u, v, acc)
-                        sup = 0
-                        for w in range(words):
-                            sup += _popcount(acc[w] & (rows[u, w] | rows[v, w]))
-                        if _beats(sup, tmin[u], tmin[v], best_sup, best_tu, best_tv):
-                            best_sup, best_u, best_v, best_tu, best_tv = sup, u, v, tmin[u], tmin[v]
-                # the order of the visit does not change the choice (a strict order on
-                # (sup, smallest code of u, of u')), only how many candidates are scored;
-                # a full scan visits ``top`` first, for an early high bar
-                lo = shead[b] if by_support else boff[b] - (1 if top >= 0 else 0)
-                hi = boff[b + 1] if by_support else boff[b] + blen[b]
-                for x in range(lo, hi):
-                    if by_support:
-                        v = sorder[x]
-                        if not salive[v]:
-                            continue
-                    else:
-                        v = top if x < boff[b] else btok[x]
-                        if tsize[v] != z:
-                            continue
-                    if v == u or _holds(p, n_p, v):
-                        continue
-                    # u' adds at most its own records (and p = {u} keeps at most sup(u) + sup(u'))
-                    bound = tsup[u] + tsup[v] if mode == 2 else base + min(n_gain, tsup[v])
-                    if not _beats(bound, tmin[u], tmin[v], best_sup, best_tu, best_tv):
-                        # later singletons have no more support; for p = {u} an equal bound is
-                        # an equal support, and those come by ascending code: they lose the tie
-                        if by_support and (bound < best_sup or mode == 2):
-                            break
-                        continue                     # cannot beat the best pair, not even on a tie
-                    if mode == 2:
-                        sup = tsup[u] + tsup[v] - cnt[v]
-                    elif mode == 1:
-                        sup = base + cnt[v]
-                    else:                            # sup(p ∪ u') = base + what u' adds
-                        sup = base
-                        for x2 in range(n_nz):
-                            w = nz[x2]
-                            sup += _popcount(gain[w] & rows[v, w])
-                    if _beats(sup, tmin[u], tmin[v], best_sup, best_tu, best_tv):
-                        best_sup, best_u, best_v, best_tu, best_tv = sup, u, v, tmin[u], tmin[v]
-                for x in range(n_touched):
-                    cnt[touched[x]] = 0
-                    seen[touched[x]] = -1
-            # Steps 7-8: ũ = u ∪ u' replaces u and u' in p, Q (via rep) and every record
-            u, v = best_u, best_v
-            b = tblock[u]
-            for t in (u, v):
-                _leave_block(t, b, tsize, bsingle, salive, btok, slot, boff, blen)
-            for w in range(words):
-                rows[new, w] = rows[u, w] | rows[v, w]
-            tsup[new] = _count(rows[new])
-            tsize[new] = tsize[u] + tsize[v]
-            tmin[new] = min(tmin[u], tmin[v])
-            tblock[new] = b
-            slot[new] = boff[b] + blen[b]
-            btok[slot[new]] = new
-            blen[b] += 1
-            nxt[tail[u]] = head[v]
-            head[new] = head[u]
-            tail[new] = tail[v]
-            c = head[new]
-            while c >= 0:
-                rep[c] = new
-                c = nxt[c]
-            kept = 0
-            for j in range(n_p):
-                if p[j] != u and p[j] != v:
-                    p[kept] = p[j]
-                    kept += 1
-            p[kept] = new
-            n_p = kept + 1
+            u, v = _step_6_best_pair(p, n_p, n_opt, opt_u, opt_z, least, rows, everyone, tsup, tsize, tmin,
+                                     tblock, btok, boff, blen, bsingle, sorder, salive, shead, local, start, rep,
+                                     cnt, seen, touched, acc, rest, gain, nz, words, avg_len, gamma)  # Step 6
+            n_p = _steps_7_8_merge(u, v, new, p, n_p, rows, words, tsup, tsize, tmin, tblock, slot, btok, boff,
+                                   blen, bsingle, salive, head, tail, nxt, rep)     # Steps 7-8
             new += 1
     return rep, s
 
