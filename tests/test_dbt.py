@@ -198,11 +198,16 @@ def test_bad_numbers_stop_dbt_at_compilation_naming_the_argument(tmp_path, test,
     assert error is not None and message in str(error)
 
 
-@pytest.mark.parametrize("C", ["1.5", "0", "'abc'"])
-def test_a_confidence_outside_0_1_stops_dbt_naming_C(tmp_path, C):
+@pytest.mark.parametrize("args, message", [
+    ("L: 1, K: 2, C: 1.5", "argument C must be a number in (0, 1]"),
+    ("L: 1, K: 2, C: 0", "argument C must be a number in (0, 1]"),
+    ("L: 1, K: 2, C: 'abc'", "argument C must be a number in (0, 1]"),
+    ("L: 0, K: 2, C: 0.5", "argument L must be an integer >= 1; got 0"),
+])
+def test_bad_lkc_arguments_stop_dbt_naming_them(tmp_path, args, message):
     _, error = _bad_project(tmp_path, f"version: 2\nseeds:\n  - name: people\n    data_tests:\n"
-                                      f"      - anon_duck.lkc_private: {{columns: [age, sex], L: 1, K: 2, C: {C}}}\n")
-    assert error is not None and "argument C must be a number in (0, 1]" in str(error)
+                                      f"      - anon_duck.lkc_private: {{columns: [age, sex], {args}}}\n")
+    assert error is not None and message in str(error)
 
 
 def test_an_unknown_column_or_an_empty_model_is_an_error_naming_it(tmp_path):
