@@ -61,34 +61,37 @@ def backend_for(con: duckdb.DuckDBPyConnection, job: Job) -> DuckDBBackend:
 
 @contextlib.contextmanager
 def _session(con: duckdb.DuckDBPyConnection, job: Job, *, publishes: bool = False) -> Iterator[DuckDBBackend]:
-    """One API call's backend: the job's settings hold inside it; on the way out (error or
-    not) the scratch tables are dropped and the caller's settings restored.
+    """One API call's backend: the job's settings hold inside it; on the way out (error,
+    Ctrl-C or not) the scratch tables are dropped and the caller's settings restored.
 
-    A call that ``publishes`` refuses up front, before any setting or table is touched, a
-    connection whose database is read-only (the whole run would otherwise end in DuckDB's
-    error at publication) and a connection with a transaction open (publication is a
-    transaction of its own, DuckDB cannot nest one, and trying would abort the caller's)."""
-    if publishes:
-        _check_can_publish(DuckDBBackend(con), job)
+    Before any setting or table is touched, every call refuses a connection with a
+    transaction open: publication is a transaction of its own and DuckDB cannot nest one, an
+    export to a DuckDB file writes a second database (one transaction writes one), and any
+    statement that fails inside the caller's transaction would abort it, losing their
+    uncommitted work. A call that ``publishes`` also refuses a read-only database (the whole
+    run would otherwise end in DuckDB's error at publication)."""
+    _check_connection(DuckDBBackend(con), job, publishes)
     backend = backend_for(con, job)
     try:
         yield backend
     finally:
-        drop_scratch(backend)
         try:
-            backend.restore_settings()
-        except AnonDuckError:
-            pass  # the connection is unusable (e.g. interrupted); nothing to give back
+            drop_scratch(backend)
+        finally:
+            try:
+                backend.restore_settings()
+            except AnonDuckError:
+                pass  # the connection is unusable (e.g. interrupted); nothing to give back
 
 
-def _check_can_publish(probe: DuckDBBackend, job: Job) -> None:
-    if not probe.writable():
+def _check_connection(probe: DuckDBBackend, job: Job, publishes: bool) -> None:
+    if publishes and not probe.writable():
         raise InputError(f"release {job.release.name!r}: the database is open read-only, and a run writes its release "
                          "tables into it; open it writable (nothing was run)")
     if probe.in_transaction():
-        raise InputError("the connection has a transaction open: a run publishes its release in a transaction of its "
-                         "own, and DuckDB cannot nest transactions; commit or roll back first (nothing was run, and "
-                         "your transaction is still open)")
+        raise InputError("the connection has a transaction open: anon_duck works in transactions of its own (a run "
+                         "publishes in one, DuckDB cannot nest them, and a failing statement would abort yours); "
+                         "commit or roll back first (nothing was run, and your transaction is still open)")
 
 
 def run(con: duckdb.DuckDBPyConnection, job: Job, *, progress: Progress | None = None) -> RunResult:

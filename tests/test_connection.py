@@ -60,6 +60,81 @@ def test_settings_come_back_after_a_failed_run(tmp_path):
     assert _settings(con) == before
 
 
+@pytest.mark.parametrize("call", ["verify", "report", "inspect", "export_csv", "export_duckdb"])
+def test_every_call_refuses_the_callers_transaction_touching_nothing(call, tmp_path):
+    """Not only run: an export to a DuckDB file inside the caller's transaction used to abort
+    it (one transaction writes one database), and any failing statement in there would."""
+    job = dataclasses.replace(load_job(TOY), settings=Settings("300MB", 1))
+    con = duckdb.connect()
+    anon_duck.run(con, load_job(TOY))
+    con.execute("CREATE TABLE notes (a INTEGER)")
+    con.execute("SET memory_limit = '1GB'")
+    before, tables = _settings(con), user_tables(con)
+    con.execute("BEGIN")
+    con.execute("INSERT INTO notes VALUES (1)")
+    with pytest.raises(InputError, match="transaction open.*nothing was run, and your transaction is still open"):
+        if call.startswith("export"):
+            anon_duck.export(con, job, tmp_path / ("out.csv" if call == "export_csv" else "out.duckdb"))
+        else:
+            getattr(anon_duck, call)(con, job)
+    assert _settings(con) == before and user_tables(con) == tables and not list(tmp_path.iterdir())
+    assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("typed", ["1GB", "300MB", "4GB", "10GB", "1GiB", "512MiB", "16GiB", "700KB", "1TB"])
+def test_a_memory_limit_a_person_typed_comes_back_to_the_byte(typed):
+    """DuckDB shows memory_limit truncated (1GB reads 953.6 MiB) and has no exact reading; the
+    restored value is the roundest byte count that reads the same, which is what was typed."""
+    from anon_duck.backend.duckdb import DuckDBBackend, _parse_bytes
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{typed}'")
+    shown = _settings(con)[0]
+    assert DuckDBBackend(con)._restorable("memory_limit", shown) == f"{_parse_bytes(typed)}B"
+
+
+@pytest.mark.parametrize("typed", ["1.5GB", "2.5GB", "1.25GB", "123456789B"])
+def test_a_memory_limit_display_cannot_pin_down_still_reads_the_same(typed):
+    job = dataclasses.replace(load_job(TOY), settings=Settings("300MB", None))
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{typed}'")
+    before = _settings(con)
+    anon_duck.run(con, job)
+    assert _settings(con) == before
+
+
+def test_a_job_setting_the_caller_already_has_is_not_touched():
+    """Setting it and back could only restore what DuckDB shows, not the exact value."""
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '1GB'")
+    con.execute("SET threads = 2")
+    result = anon_duck.run(con, dataclasses.replace(load_job(TOY), settings=Settings("1GB", 2)))
+    assert not [stage for stage, _ in result.stages if stage.startswith(("settings: memory_limit",
+                                                                          "settings: threads", "settings: restore"))]
+    changed = anon_duck.run(con, dataclasses.replace(load_job(TOY), settings=Settings("1GB", 1)))
+    assert [stage for stage, _ in changed.stages if stage in ("settings: threads", "settings: memory_limit")] == \
+        ["settings: threads"]
+    assert _settings(con) == ("953.6 MiB", 2)
+
+
+@pytest.mark.parametrize("where", ["work", "cleanup"])
+def test_settings_come_back_after_ctrl_c(where, monkeypatch):
+    """Ctrl-C during the work or while the scratch tables are dropped: the caller's settings
+    come back either way."""
+    job = dataclasses.replace(load_job(TOY), settings=Settings("300MB", 1))
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '1GB'")
+    con.execute("SET threads = 2")
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(anon_duck.api, "prepare" if where == "work" else "drop_scratch", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        anon_duck.run(con, job)
+    assert _settings(con) == ("953.6 MiB", 2)
+
+
 def test_a_read_only_database_is_refused_before_any_work(tmp_path):
     path = tmp_path / "ro.duckdb"
     duckdb.connect(str(path)).close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
+from decimal import ROUND_CEILING, Decimal
 from typing import Any, Iterator, Mapping, Sequence
 
 import duckdb
@@ -25,24 +26,61 @@ class DuckDBBackend:
         self.con = con
         self.trace: list[tuple[str, float]] = []
         self._previous: dict[str, str] = {}
-        for name, value in (("memory_limit", memory_limit), ("threads", threads)):
-            if value:
-                self._previous[name] = self._setting(name)
-                self.run(f"settings: {name}", render("util/set_setting.sql.j2", name=name, value=value))
+        try:
+            for name, value in (("memory_limit", memory_limit), ("threads", threads)):
+                if value:
+                    self._apply(name, value)
+        except BaseException:   # e.g. Ctrl-C between the two: a setting already changed goes back
+            self.restore_settings()
+            raise
+
+    def _apply(self, name: str, value: str | int) -> None:
+        """Set one of a job's settings, remembering the caller's. A value that already reads
+        the same is left alone: DuckDB shows memory_limit only truncated and offers no exact
+        reading, so not touching it is the only way to keep the caller's value to the byte."""
+        shown = self._setting(name)
+        if shown == (str(value) if name == "threads" else self._formatted([_parse_bytes(str(value))])[0]):
+            return
+        self._previous[name] = shown
+        self.run(f"settings: {name}", render("util/set_setting.sql.j2", name=name, value=value))
 
     def restore_settings(self) -> None:
         """Give the caller its own settings back: a job's ``[settings]`` hold for one API call,
-        and DuckDB's memory_limit and threads are global to the database instance. DuckDB shows
-        memory_limit only truncated to 0.1 of its unit (``953.6 MiB`` for 1GB), and setting that
-        text back would give 953.5 MiB: a value the caller had changed is restored to the middle
-        of the interval it displays, which shows the same text and is within 0.05 of the unit;
-        the default is restored exactly (``SET … = DEFAULT``)."""
+        and DuckDB's memory_limit and threads are global to the database instance. A default is
+        restored exactly (``SET … = DEFAULT``). A memory_limit the caller had set can only be
+        read as DuckDB shows it, truncated to 0.1 of its unit (``953.6 MiB`` for 1GB; setting
+        that text back would give 953.5 MiB), so it is restored to the roundest byte count that
+        reads the same (what a person types: 1GB, 300MB, 4GiB come back exactly) and, when two
+        are equally round, to the middle of the interval the text shows (within 0.05 of the unit)."""
         for name, value in self._previous.items():
             self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name, value=None))
             if self._setting(name) != value:
                 self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name,
-                                                               value=_restorable(name, value)))
+                                                               value=self._restorable(name, value)))
         self._previous.clear()
+
+    def _restorable(self, name: str, shown: str) -> int | str:
+        """The value to SET so that the setting shows ``shown`` again (see restore_settings)."""
+        if name == "threads":
+            return int(shown)
+        number, _, unit = shown.partition(" ")
+        if unit not in _UNITS:
+            return shown
+        candidates = _round_byte_counts(Decimal(number) * _UNITS[unit], Decimal("0.1") * _UNITS[unit])
+        fits = [(digits, n) for (n, digits), text in zip(candidates.items(), self._formatted(list(candidates)))
+                if text == shown]
+        fewest = [n for digits, n in fits if digits == min(d for d, _ in fits)]
+        if len(fewest) == 1:
+            return f"{fewest[0]}B"
+        decimals = len(number.partition(".")[2])
+        return f"{int((float(number) + 0.5 * 10 ** -decimals) * _UNITS[unit])}B"
+
+    def _formatted(self, byte_counts: list[int]) -> list[str]:
+        """How DuckDB shows each byte count as a memory_limit (its own ``format_bytes``)."""
+        if not byte_counts:
+            return []
+        rows = self.rows("settings: format", render("util/format_bytes.sql.j2"), {"counts": byte_counts})
+        return [text for _, text in rows]
 
     def _setting(self, name: str) -> str:
         return self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"), {"name": name})
@@ -116,17 +154,31 @@ _UNITS = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 *
           "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
 
 
-def _restorable(name: str, shown: str) -> int | str:
-    """The value to SET so that the setting shows ``shown`` again: threads as a number; a
-    memory_limit shown as ``953.6 MiB`` (truncated) as the byte count in the middle of
-    [953.6, 953.7) MiB."""
-    if name == "threads":
-        return int(shown)
-    number, _, unit = shown.partition(" ")
-    if unit not in _UNITS:
-        return shown
-    decimals = len(number.partition(".")[2])
-    return f"{int((float(number) + 0.5 * 10 ** -decimals) * _UNITS[unit])}B"
+def _parse_bytes(text: str) -> int:
+    """A memory size as a job writes it (``2GB``, ``512 MiB``: job.py checked the form) in
+    bytes, as DuckDB reads it (units case-insensitive, KB = 1000, KiB = 1024)."""
+    number = text.strip().rstrip("BbIiKkMmGgTt ")
+    units = {"b": 1, **{u.lower(): size for u, size in _UNITS.items()}}
+    return int(Decimal(number) * units[text.strip()[len(number):].strip().lower()])
+
+
+def _round_byte_counts(low: Decimal, width: Decimal) -> dict[int, int]:
+    """Byte counts a person might have typed near [low, low + width): every number of up to 3
+    significant digits times a unit (kB … TiB) in a margin of one width each side, mapped to
+    its fewest significant digits. Which of them DuckDB shows as the text asked about is
+    DuckDB's to say (``_formatted``)."""
+    lo, hi = low - width, low + 2 * width
+    found: dict[int, int] = {}
+    for unit in (size for size in _UNITS.values() if size > 1):
+        for digits in (1, 2, 3):
+            step = Decimal(10) ** ((hi / unit).adjusted() - digits + 1)
+            k = int((lo / unit / step).to_integral_value(ROUND_CEILING))
+            while k * step * unit < hi:
+                count = k * step * unit
+                if count == count.to_integral_value():
+                    found[int(count)] = min(found.get(int(count), digits), digits)
+                k += 1
+    return dict(sorted(found.items()))
 
 
 def _unmask(values: np.ndarray) -> np.ndarray:
