@@ -108,12 +108,16 @@ def _scales(text: str) -> list[float]:
 
 def _connect(args: argparse.Namespace, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """``run`` writes the release; verify, report, export and inspect only read, so they open
-    a database file read-only (and work while another process holds it for reading)."""
-    if read_only and args.db != ":memory:":
-        if not Path(args.db).is_file():
-            raise InputError(f"--db {args.db}: no such database file")
-        return duckdb.connect(str(args.db), read_only=True)
-    return duckdb.connect(str(args.db))
+    a database file read-only (and work while another process holds it for reading). A file
+    that cannot be opened so (another process writes it, it is not a DuckDB file, no
+    permission) is refused in a sentence saying what the command needed, before any work."""
+    if read_only and args.db != ":memory:" and not Path(args.db).is_file():
+        raise InputError(f"--db {args.db}: no such database file")
+    try:
+        return duckdb.connect(str(args.db), read_only=read_only and args.db != ":memory:")
+    except duckdb.Error as err:
+        need = "read it" if read_only else "write the release into it"
+        raise InputError(f"--db {args.db}: cannot open the database to {need} (nothing was run): {err}") from err
 
 
 def _run(args: argparse.Namespace) -> int:

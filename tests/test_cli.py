@@ -62,7 +62,8 @@ def test_demo_prints_a_verified_summary(capsys):
 
 def test_database_errors_exit_2(tmp_path, capsys):
     assert main(["run", TOY, "--db", str(tmp_path)]) == 2          # a folder is not a database
-    assert "anon-duck: IOException" in capsys.readouterr().err
+    assert f"anon-duck: --db {tmp_path}: cannot open the database to write the release into it (nothing was run): " \
+        in capsys.readouterr().err
 
 
 def test_release_commands_need_a_database(capsys):

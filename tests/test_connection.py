@@ -135,16 +135,37 @@ def test_settings_come_back_after_ctrl_c(where, monkeypatch):
     assert _settings(con) == ("953.6 MiB", 2)
 
 
-def test_a_read_only_database_is_refused_before_any_work(tmp_path):
+def test_a_read_only_database_is_refused_before_any_work(tmp_path, monkeypatch):
     path = tmp_path / "ro.duckdb"
     duckdb.connect(str(path)).close()
-    with duckdb.connect(str(path), read_only=True) as con:
+    with monkeypatch.context() as patch, duckdb.connect(str(path), read_only=True) as con:
+        patch.setattr(anon_duck.api, "prepare", lambda *a, **k: pytest.fail("the work started"))
         with pytest.raises(InputError, match="open read-only.*nothing was run") as err:
             anon_duck.run(con, load_job(TOY))
         assert not user_tables(con)
     proc = subprocess.run([sys.executable, "-m", "anon_duck.cli", "run", str(TOY), "--db", str(path)],
                           capture_output=True, text=True)
     assert proc.returncode == 0          # the CLI opens it writable for run
+
+
+def test_a_database_another_process_writes_is_refused_in_a_sentence(tmp_path):
+    """DuckDB lets one process write a file, or several read it: the CLI says which it needed."""
+    db = tmp_path / "held.duckdb"
+    with duckdb.connect(str(db)) as con:
+        anon_duck.run(con, load_job(TOY))
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+                               "print('held', flush=True); sys.stdin.read()", str(db)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        for verb, need in (("run", "write the release into it"), ("verify", "read it")):
+            proc = subprocess.run([sys.executable, "-m", "anon_duck.cli", verb, str(TOY), "--db", str(db)],
+                                  capture_output=True, text=True)
+            assert proc.returncode == 2
+            assert proc.stderr.startswith(f"anon-duck: --db {db}: cannot open the database to {need} "
+                                          "(nothing was run): "), proc.stderr
+    finally:
+        holder.communicate("")
 
 
 def test_the_reading_verbs_open_the_database_read_only(tmp_path):
