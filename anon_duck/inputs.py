@@ -18,8 +18,9 @@ from .job import Job, Source
 from .scratch import scratch
 from .sqlrender import render
 
-NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-                 "UBIGINT", "FLOAT", "DOUBLE", "REAL")
+INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                 "UBIGINT")
+NUMERIC_TYPES = INTEGER_TYPES + ("FLOAT", "DOUBLE", "REAL")
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,7 @@ def _check_kinds(backend: Backend, job: Job, person: tuple[str, ...], columns: d
     for q in ds.qis:
         kind = columns[q.column]
         if q.kind == "numeric" and kind.split("(")[0] not in NUMERIC_TYPES and not kind.startswith("DECIMAL"):
-            bad = backend.rows(f"inputs: values of {q.column}", render(
-                "inputs/non_numeric_values.sql.j2", relation=person, column=q.column, id=ds.id))
-            where = "id" if ds.id else "row"
-            detail = (f"{bad[0][2]} value(s) are not numbers: " + ", ".join(f"{v!r} ({where} {r})" for v, r, _ in bad)
-                      if bad else "its values are numbers written as text")
+            detail = _not_numbers(backend, person, q.column, ds.id, "DOUBLE") or "its values are numbers written as text"
             problems.append(f"column {q.column!r} is declared numeric but has type {kind}; {detail}")
         if q.kind == "date" and kind not in ("DATE", "TIMESTAMP"):
             problems.append(f"column {q.column!r} is declared date but has type {kind}")
@@ -106,20 +103,42 @@ def _check_person_rows(backend: Backend, job: Job, person: tuple[str, ...]) -> i
     n_rows = int(profile[0])
     if n_rows == 0:
         raise InputError(f"{where}: no rows, nothing to anonymize")
-    nulls = []
-    for col, n_null in zip(checked, profile[1:-1]):
-        if n_null:
-            by_id = ds.id if ds.id and col != ds.id else None   # a NULL id cannot name its row
-            examples = [r[0] for r in backend.rows("inputs: NULL examples", render(
-                "inputs/null_examples.sql.j2", relation=person, column=col, id=by_id))]
-            nulls.append(f"column {col!r} has {n_null} NULL (rows with {'id' if by_id else 'row number'} "
-                         f"{', '.join(examples)})")
-    if nulls:
-        raise InputError(f"NULL values in {len(nulls)} column(s): " + "; ".join(nulls) +
-                         " — anon_duck does not guess values: fill or drop them first")
+    _refuse_nulls(backend, person, dict(zip(checked, checked)), profile[1:-1], ds.id, "")
     if profile[-1]:
         raise InputError(f"input.id = {ds.id!r}: {profile[-1]} duplicate id value(s); each person needs one row")
     return n_rows
+
+
+def _not_numbers(backend: Backend, relation: tuple[str, ...], column: str, id_column: str | None,
+                 cast_to: str) -> str | None:
+    """The values of ``column`` that are not numbers (do not cast to ``cast_to``: DOUBLE, or
+    INTEGER for whole numbers), as a phrase naming their count and the first of them with the
+    ids (or row numbers) of their rows; None if every value is a number."""
+    bad = backend.rows(f"inputs: values of {column}", render(
+        "inputs/non_numeric_values.sql.j2", relation=relation, column=column, id=id_column, cast_to=cast_to))
+    if not bad:
+        return None
+    where = "id" if id_column else "row"
+    kind = "whole numbers" if cast_to == "INTEGER" else "numbers"
+    return f"{bad[0][2]} value(s) are not {kind}: " + ", ".join(f"{v!r} ({where} {r})" for v, r, _ in bad)
+
+
+def _refuse_nulls(backend: Backend, relation: tuple[str, ...], columns: dict[str, str], counts: Sequence[int],
+                  id_column: str | None, key: str) -> None:
+    """Name every column with NULLs at once (``columns``: column in ``relation`` -> the name the
+    job gave it, ``counts`` their NULL counts), each with the ids (or row numbers) of its first
+    rows with a NULL."""
+    nulls = []
+    for (column, name), n_null in zip(columns.items(), counts):
+        if n_null:
+            by_id = id_column if id_column and column != id_column else None   # a NULL id cannot name its row
+            examples = [r[0] for r in backend.rows("inputs: NULL examples", render(
+                "inputs/null_examples.sql.j2", relation=relation, column=column, id=by_id))]
+            nulls.append(f"column {name!r} has {n_null} NULL (rows with {'id' if by_id else 'row number'} "
+                         f"{', '.join(examples)})")
+    if nulls:
+        raise InputError(f"{key}NULL values in {len(nulls)} column(s): " + "; ".join(nulls) +
+                         " — anon_duck does not guess values: fill or drop them first")
 
 
 def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tuple[str, ...] | None,
@@ -229,17 +248,18 @@ def _events(backend: Backend, job: Job, person: tuple[str, ...] | None) -> tuple
     if spec.position:
         wanted.append(("input.events.position", spec.position))
     _require(cols, wanted, spec.source.describe())
+    whole = [c for c in (spec.age, spec.position) if c and cols[c] not in INTEGER_TYPES]
+    problems = [f"column {c!r} has type {cols[c]}; {detail}" for c in whole
+                if (detail := _not_numbers(backend, rel, c, spec.id, "INTEGER"))]
+    if problems:
+        raise InputError("input.events: age and position must be whole numbers: " + "; ".join(problems))
     target = scratch("events")
-    try:
-        backend.run("inputs: events", render("inputs/normalize_events.sql.j2", target=target, relation=rel,
-                                             id=spec.id, code=spec.code, age=spec.age, position=spec.position))
-    except AnonDuckError as err:
-        raise InputError(f"input.events: age and position must be whole numbers ({err})") from err
+    backend.run("inputs: events", render("inputs/normalize_events.sql.j2", target=target, relation=rel,
+                                         id=spec.id, code=spec.code, age=spec.age, position=spec.position))
+    canonical = {"id": spec.id, "position": spec.position or "position", "code": spec.code, "age": spec.age}
     profile = backend.rows("inputs: events profile", render(
-        "inputs/profile.sql.j2", relation=target, columns=["id", "position", "code", "age"], id=None))[0]
-    for col, n_null in zip(["id", "position", "code", "age"], profile[1:-1]):
-        if n_null:
-            raise InputError(f"input.events: {n_null} event(s) have a NULL {col}")
+        "inputs/profile.sql.j2", relation=target, columns=list(canonical), id=None))[0]
+    _refuse_nulls(backend, target, canonical, profile[1:-1], "id", "input.events: ")
     _orphans(backend, job, target, person, "input.events")
     return target
 
