@@ -138,7 +138,7 @@ def report(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
 
 def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Path]:
     """Write only the release tables and return the files written. ``to`` is what is created,
-    and its suffix picks the format: a new folder of Parquet files (``release/`` or
+    and its suffix (any case) picks the format: a new folder of Parquet files (``release/`` or
     ``release.parquet``), a new folder of CSV files (``release.csv``), or a new DuckDB file
     (``release.duckdb``/``.db``). Never source tables, ids or dropped columns: only tables the
     release's metadata lists, which the publisher built from the staged release.
@@ -146,11 +146,12 @@ def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Pat
     All or nothing, and never over an earlier export: everything is written into a hidden
     sibling that is renamed into place at the end, and removed if anything fails."""
     target = Path(to)
-    is_db = target.suffix in (".duckdb", ".db")
-    fmt = "csv" if target.suffix == ".csv" else "parquet"
+    suffix = target.suffix.lower()     # out.CSV is CSV too
+    is_db = suffix in (".duckdb", ".db")
+    fmt = "csv" if suffix == ".csv" else "parquet"
     if target.exists():
         raise InputError(f"export: {target} exists; anon_duck never writes over an earlier export: remove it "
-                         "or give --to a new path")
+                         "or export to a new path")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     with _session(con, job) as backend:
         names = [f"{job.release.name}_{s}" for s in release_tables(backend, job)] + [f"{job.release.name}_meta"]

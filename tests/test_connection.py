@@ -190,8 +190,12 @@ def test_export_writes_the_path_it_is_given_and_lists_the_files(tmp_path):
     assert {p.parent for p in csv} == {tmp_path / "out.csv"} and {p.suffix for p in csv} == {".csv"}
     assert {p.parent for p in parquet} == {tmp_path / "out.parquet"} and {p.suffix for p in parquet} == {".parquet"}
     assert sorted(p.name for p in (tmp_path / "out.csv").iterdir()) == sorted(p.name for p in csv)
-    with pytest.raises(InputError, match="out.csv exists; anon_duck never writes over an earlier export"):
+    with pytest.raises(InputError, match="out.csv exists; anon_duck never writes over an earlier export: "
+                                         "remove it or export to a new path"):
         anon_duck.export(con, load_job(TOY), tmp_path / "out.csv")
+    upper = anon_duck.export(con, load_job(TOY), tmp_path / "OUT.CSV")      # the suffix in any case
+    assert (tmp_path / "OUT.CSV" / "toy_k2_meta.csv") in upper
+    assert (tmp_path / "OUT.CSV" / "toy_k2_meta.csv").read_text().startswith("key,value\n")
     db = tmp_path / "r.duckdb"
     with duckdb.connect(str(db)) as c:
         anon_duck.run(c, load_job(TOY))
