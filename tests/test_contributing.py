@@ -14,7 +14,7 @@ import pytest
 
 import anon_duck
 from anon_duck.columns import bounds
-from anon_duck.errors import JobError
+from anon_duck.errors import JobError, VerificationError
 from anon_duck.job import load_job
 from anon_duck.methods import get_method, method_names, register
 
@@ -58,6 +58,11 @@ def test_a_plugged_in_mondrian_publishes_a_verified_k_anonymous_release(con, tmp
     sizes = [r[0] for r in con.execute("SELECT count(*) FROM m_release GROUP BY age, hours").fetchall()]
     assert min(sizes) >= k and sum(sizes) == 300
     assert max(sizes) < 2 * k + 60         # median cuts keep classes small (not one big class)
+    boxes = con.execute("SELECT DISTINCT {} FROM m_release".format(
+        ", ".join(f'"{c}"' for q in ("age", "hours") for c in bounds(q)))).fetchall()
+    assert len(boxes) == len(sizes) and not [   # strict partitioning: the classes' boxes are disjoint
+        (a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+        if all(a[d] <= b[d + 1] and b[d] <= a[d + 1] for d in (0, 2))]
     report = anon_duck.report(con, job)
     assert 0 < report["ncp"]["ncp"] < 1
     assert all(c.passed for c in anon_duck.verify(con, job))
@@ -149,3 +154,14 @@ def test_bound_column_names_are_spelled_in_one_place():
     assert len(python) > 50 and len(templates) > 50
     assert not spelled, f"spell the bound columns through anon_duck.columns / lo_column, hi_column: {spelled}"
     assert any(map(BOUND_SUFFIX.search, _string_literals(owner.read_text())))   # the scan sees the owner's
+
+
+def test_the_generic_verifier_gates_a_plugin_release(con, tmp_path, monkeypatch):
+    """The guide's verify hook is what stands between a plug-in's bug and a publication: a
+    Mondrian whose cuts ignore k (one class per distinct box of values) is refused, nothing is published."""
+    def careless(values, k, progress):
+        return np.unique(values, axis=0, return_inverse=True)[1].reshape(-1)
+    monkeypatch.setattr(mondrian, "partition", careless)
+    with pytest.raises(VerificationError, match="k_anonymity"):
+        anon_duck.run(con, _job(tmp_path, 5))
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'm\\_%' ESCAPE '\\'").fetchone()[0]
