@@ -567,13 +567,14 @@ def test_completeness_passes_every_toy_release_and_catches_a_lost_or_miscounted_
     job = load_job(JOBS / "disassociation_toy.toml")
     result = anon_duck.run(con, job)
     assert [c.name for c in result.checks][-1] == "disassociation_completeness" and result.verified
-    tables = {s: ("main", f"{job.release.name}_{s}") for s in ("record_chunks", "shared_chunks", "item_chunks")}
+    tables = {s: ("main", f"{job.release.name}_{s}")
+              for s in ("clusters", "record_chunks", "shared_chunks", "item_chunks")}
     checks = anon_duck.verify(con, job)                      # re-reads the input codes itself
     assert checks[-1].name == "disassociation_completeness" and checks[-1].passed
     con.execute("CREATE TABLE input_codes AS SELECT DISTINCT CAST(pid AS VARCHAR) AS id, CAST(code AS VARCHAR) AS code "
                 f"FROM read_parquet('{FIXTURES / '001' / 'toy_records.parquet'}')")
     backend = DuckDBBackend(con)
-    assert completeness(backend, tables, codes=("input_codes",)).passed
+    assert completeness(backend, tables, codes=("input_codes",), k=3).passed
     # the mutant of the issue: a code dropped from the item chunk (the only place it was released)
     r = job.release.name
     dropped, held_by = con.execute(
@@ -581,15 +582,46 @@ def test_completeness_passes_every_toy_release_and_catches_a_lost_or_miscounted_
         f"WHERE i.code NOT IN (SELECT unnest(codes) FROM {r}_record_chunks UNION SELECT unnest(codes) FROM "
         f"{r}_shared_chunks) GROUP BY i.code HAVING count(*) = 1 ORDER BY i.code LIMIT 1").fetchone()
     con.execute(f"DELETE FROM {r}_item_chunks WHERE code = ?", [dropped])
-    lost = completeness(backend, tables, codes=("input_codes",))
+    lost = completeness(backend, tables, codes=("input_codes",), k=3)
     assert not lost.passed and lost.violations == [
         {"code": dropped, "input_records": held_by, "subrecords": None, "item_clusters": None,
          "problem": "missing from the release (none is suppressed)"}]
-    # a record chunk that lost one code of one subrecord: its count no longer matches the input
     con.execute(f"INSERT INTO {r}_item_chunks SELECT cluster_id, ? FROM {r}_item_chunks LIMIT 1", [dropped])
+    assert completeness(backend, tables, codes=("input_codes",), k=3).passed
+    # an item chunk stands for 1 to k - 1 = 2 records of its cluster: a code held by more records
+    # than its item chunks can hold lost some (the input gains holders of the item-only code here)
+    con.execute("INSERT INTO input_codes SELECT 'extra' || i, '404.00' FROM range(3) t(i)")
+    short = completeness(backend, tables, codes=("input_codes",), k=3)
+    assert not short.passed and short.violations == [
+        {"code": "404.00", "input_records": 5, "subrecords": 0, "item_clusters": 1,
+         "problem": "held by 5 records, the release accounts for at most 2"}]
+    con.execute("DELETE FROM input_codes WHERE id LIKE 'extra%'")
+    # a record chunk that lost one code of one subrecord: its count no longer matches the input
     chunk_code = con.execute(f"SELECT unnest(codes) AS c FROM {job.release.name}_record_chunks LIMIT 1").fetchone()[0]
     con.execute(f"UPDATE {job.release.name}_record_chunks SET codes = list_filter(codes, lambda x: x <> ?) "
                 f"WHERE sub_id = (SELECT min(sub_id) FROM {job.release.name}_record_chunks "
                 f"WHERE list_contains(codes, ?))", [chunk_code, chunk_code])
-    miscounted = completeness(backend, tables, codes=("input_codes",))
+    miscounted = completeness(backend, tables, codes=("input_codes",), k=3)
     assert not miscounted.passed and [v["code"] for v in miscounted.violations] == [chunk_code]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_releases_keep_every_code(con, tmp_path, seed):
+    """Completeness runs with every release: on random records with a long tail of codes held
+    by one record each (support 1 < k, so their only place is an item chunk), every run passes
+    it. A method that drops support-1 codes from the item chunk (the issue's mutant) fails here,
+    where the toy (no support-1 item code) cannot see it."""
+    rng = np.random.default_rng(seed)
+    popularity = 1.0 / np.arange(1, 121)                   # Zipf-like: a few common codes, a long tail
+    rows = sorted({(f"p{i}", f"c{c}") for i in range(200)
+                   for c in rng.choice(120, rng.integers(1, 6), replace=False, p=popularity / popularity.sum())})
+    path = tmp_path / "codes.parquet"
+    con.execute(f"COPY (SELECT * FROM (VALUES {', '.join(map(str, rows))}) t(pid, code)) TO '{path}'")
+    job = job_from_dict({"input": {"codes": {"path": str(path), "id": "pid", "code": "code"}},
+                         "method": {"name": "disassociation", "k": 3, "m": 2, "max_cluster_size": 10},
+                         "release": {"name": "rnd", "seed": seed}})
+    result = anon_duck.run(con, job)
+    assert result.verified and result.checks[-1].name == "disassociation_completeness"
+    singles = {c for c, n in Counter(c for _, c in rows).items() if n == 1}
+    items = {c for (c,) in con.execute("SELECT code FROM rnd_item_chunks").fetchall()}
+    assert len(singles) >= 5 and singles <= items

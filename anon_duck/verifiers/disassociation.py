@@ -61,14 +61,17 @@ def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: i
     return out
 
 
-def completeness(backend: Backend, tables: Mapping[str, Sequence[str]], *, codes: Sequence[str],
+def completeness(backend: Backend, tables: Mapping[str, Sequence[str]], *, codes: Sequence[str], k: int,
                  limit: int = 20) -> CheckResult:
     """Every code of the input ``codes`` (id, code) is in the release, and no other; counts
-    agree (``sql/verify/disassociation_completeness.sql.j2``)."""
+    agree: exactly where the release shows them (record and shared chunks), within the bounds
+    an item chunk allows (1 to min(k - 1, cluster size) records per cluster) where it hides them
+    (``sql/verify/disassociation_completeness.sql.j2``)."""
     fields = ("code", "input_records", "subrecords", "item_clusters", "problem")
     rows = backend.rows("verify disassociation_completeness", render(
-        "verify/disassociation_completeness.sql.j2", codes=codes, record_chunks=tables["record_chunks"],
-        shared_chunks=tables["shared_chunks"], item_chunks=tables["item_chunks"]), {"limit": max(limit, 1)})
+        "verify/disassociation_completeness.sql.j2", codes=codes, clusters=tables["clusters"],
+        record_chunks=tables["record_chunks"], shared_chunks=tables["shared_chunks"],
+        item_chunks=tables["item_chunks"]), {"k": k, "limit": max(limit, 1)})
     total = int(rows[0][-1]) if rows else 0
     return CheckResult("disassociation_completeness", total == 0, total,
                        [dict(zip(fields, r)) for r in rows[:limit]])

@@ -88,7 +88,7 @@ class Disassociation:
         codes = scratch("codes")
         if not backend.scratch_exists(codes):
             codes = prepare(backend, job).codes
-        return checks + [completeness(backend, tables, codes=codes)]
+        return checks + [completeness(backend, tables, codes=codes, k=params.k)]
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: DisParams) -> dict[str, Any]:
