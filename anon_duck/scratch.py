@@ -22,9 +22,12 @@ def scratch(name: str) -> tuple[str, str, str]:
 
 def scratch_tables(backend: Backend, group: str = "") -> list[tuple[str, str, str]]:
     """The scratch tables this connection holds, all of them or those of one group (the
-    tables named ``scratch(group + ...)``)."""
-    return [scratch(t[len(PREFIX):]) for (t,) in backend.rows(
-        "scratch: list", render("release/scratch_tables.sql.j2"), {"prefix": PREFIX + group})]
+    tables named ``scratch(group + ...)``). Where to look and which prefix to match come from
+    :func:`scratch` itself, so the cleanup cannot drift from the names the run gives."""
+    database, schema, prefix = scratch(group)
+    return [(database, schema, t) for (t,) in backend.rows(
+        "scratch: list", render("release/scratch_tables.sql.j2"),
+        {"database": database, "schema": schema, "prefix": prefix})]
 
 
 def drop_scratch(backend: Backend, group: str = "") -> None:

@@ -2,6 +2,8 @@
 neither anon_duck.api, nor the bench, nor the CLI; paper reproductions live with the bench."""
 from __future__ import annotations
 
+import importlib.util
+import re
 import subprocess
 import sys
 
@@ -35,6 +37,26 @@ def test_a_method_package_imports_without_the_api_bench_or_cli(package):
 
 
 def test_paper_reproductions_live_with_the_bench():
+    """Experiments, figures and benchmark data generators (the longitudinal cohorts, the LKC
+    paper's Adult blow-up) are the bench's, not a method's."""
     methods = REPO / "anon_duck" / "methods"
-    assert not [p for p in methods.rglob("*.py") if p.stem in ("experiments", "figure", "bench", "cohort")]
+    assert not [p for p in methods.rglob("*.py") if p.stem in ("experiments", "figure", "bench", "cohort", "blowup")]
     assert (REPO / "anon_duck" / "bench" / "papers" / "disassociation.py").exists()
+    assert (REPO / "anon_duck" / "bench" / "generators" / "adult_blowup.py").exists()
+
+
+DOCS = [REPO / "README.md", REPO / "BENCHMARKS.md", *sorted((REPO / "docs").glob("*.md"))]
+COMMANDS = sorted({m for doc in DOCS for m in re.findall(r"python -m (anon_duck(?:\.\w+)*)", doc.read_text())})
+
+
+def test_the_docs_name_module_commands():
+    assert "anon_duck.bench.papers.disassociation" in COMMANDS and "anon_duck.bench.papers.longitudinal" in COMMANDS
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_every_documented_module_command_runs_from_where_it_lives(module):
+    """A paper reproduction that moves takes its documented ``python -m`` command with it: the
+    module exists and is runnable (a ``__main__`` guard), without importing it."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin, f"docs name python -m {module}, which does not exist"
+    assert 'if __name__ == "__main__":' in open(spec.origin).read(), f"python -m {module} would do nothing"

@@ -293,7 +293,7 @@ def lkc_adult(scale: float) -> dict[str, Any]:
     import dataclasses
 
     from ..job import Source, load_job
-    from ..methods.lkc.blowup import blow_up
+    from .generators.adult_blowup import blow_up
     if scale < 0.1:
         out = _run_job(load_job(_jobs() / "lkc_toy.toml"))
         return {"seconds": out["seconds"], "rows": 10, "verified": out["verified"]}

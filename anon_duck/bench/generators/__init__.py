@@ -6,7 +6,10 @@ cases reuse the files (``anon_duck.bench.cases``).
 * :mod:`.ehrd_like`: EHRD of seed 000 (Table 5: 208,387 records, Age + Gender, 13,963 ICD-9
   leaves, mean 16.21 and max 185 codes per record);
 * :mod:`.informs_like`: INFORMS/MEPS 2005 as shipped in ``fixtures/informs`` (demographics'
-  marginals, code-set sizes and code frequencies), at any size.
+  marginals, code-set sizes and code frequencies), at any size;
+* :mod:`.cohort`: the longitudinal paper's Table I cohorts (a synthetic stand-in);
+* :mod:`.adult_blowup`: Adult blown up with seeded variations (seed 003's Fig. 6), written as a
+  scratch table of the connection rather than as Parquet.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Seed 003 §5.2's scalability data: Adult blown up to alpha × 45,222 records, each record
-plus alpha − 1 seeded variations (used by ``anon-duck bench lkc_adult`` and the docs)."""
+"""Seed 003 §5.2's scalability data (Fig. 6): Adult blown up to alpha × 45,222 records, each
+record plus alpha − 1 seeded variations (used by ``anon-duck bench lkc_adult`` and the docs).
+Benchmark data, not part of the LKC method: it lives with the other generators."""
 from __future__ import annotations
 
 from ...backend.duckdb import DuckDBBackend
