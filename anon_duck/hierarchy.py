@@ -14,8 +14,10 @@ the level below its parent's, so level i of a leaf is its highest ancestor whose
 most i, and the nodes of one level partition the leaves. Builders that know their levels say
 them (an interval that would equal its parent stays at the next level; an ARX column is a
 level); in an edge list or a built-in tree a node's level is the height minus its depth, so a
-branch shorter than the tallest one keeps its leaf for the levels it lacks. One validator
-(``hierarchy/level_errors.sql.j2``) checks every hierarchy at load time.
+branch shorter than the tallest one keeps its leaf for the levels it lacks. At load time every
+hierarchy, whatever its type, goes through the same checks: a single tree listing each node once
+(``hierarchy/shape_errors.sql.j2``, ``cycles.sql.j2``) whose levels grow up every chain
+(``hierarchy/level_errors.sql.j2``); :func:`_refuse` names every offending node in one error.
 
 Sources: ARX-style CSV (one line per leaf, one column per level, leaf first), edge lists
 (CSV ``node,parent[,label]`` or a table with those columns), integer interval builders
@@ -206,24 +208,30 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
             edges = interval_edges(vals, width=spec.width or 1, levels=spec.levels, dyadic=spec.dyadic,
                                    lo=spec.lo, hi=spec.hi, name=spec.name)
         _append_edges(backend, spec.name, edges)
-    problems = backend.rows("hierarchy: shape", render("hierarchy/shape_errors.sql.j2", edges=EDGES))
-    if problems:
-        h, node, problem = problems[0]
-        raise JobError(f"hierarchy.{h}: node {node!r} {problem}; a hierarchy must be a single tree")
+    _refuse(backend.rows("hierarchy: shape", render("hierarchy/shape_errors.sql.j2", edges=EDGES)),
+            "a hierarchy must be a single tree that lists each node once")
     backend.run("hierarchy: closure and nodes", render("hierarchy/build.sql.j2", edges=EDGES, node_table=NODES,
                                                         closure_table=CLOSURE, max_depth=MAX_DEPTH))
-    cycles = backend.rows("hierarchy: cycles", render("hierarchy/cycles.sql.j2", closure_table=CLOSURE,
-                                                      max_depth=MAX_DEPTH))
-    if cycles:
-        h, node = cycles[0]
-        raise JobError(f"hierarchy.{h}: node {node!r} is on a cycle (or the tree is deeper than {MAX_DEPTH} levels)")
-    bad_levels = backend.rows("hierarchy: levels check", render("hierarchy/level_errors.sql.j2", node_table=NODES))
-    if bad_levels:
-        h, node, problem = bad_levels[0]
-        raise JobError(f"hierarchy.{h}: node {node!r} {problem}; the levels of a hierarchy must grow from every "
-                       "node to its parent, from 0 at the leaves to the root's")
+    _refuse(backend.rows("hierarchy: cycles", render("hierarchy/cycles.sql.j2", closure_table=CLOSURE,
+                                                     max_depth=MAX_DEPTH)),
+            f"a hierarchy must be a tree (at most {MAX_DEPTH} levels deep)")
+    _refuse(backend.rows("hierarchy: levels check", render("hierarchy/level_errors.sql.j2", node_table=NODES)),
+            "the levels of a hierarchy must grow from every node to its parent, from 0 at the leaves to the "
+            "root's, so that every level partitions the leaves")
     backend.run("hierarchy: levels", render("hierarchy/levels.sql.j2", node_table=NODES, closure_table=CLOSURE,
                                             level_table=LEVELS))
+
+
+def _refuse(problems: list[tuple[str, str, str]], rule: str) -> None:
+    """One error for every ``(hierarchy, node, problem)`` a check found, each hierarchy named
+    with all its offending nodes (the checks return at most 10 rows), so a steward fixes a file
+    in one pass instead of one node per run."""
+    if not problems:
+        return
+    by_hierarchy: dict[str, list[str]] = {}
+    for hierarchy, node, problem in problems:
+        by_hierarchy.setdefault(hierarchy, []).append(f"node {node!r} {problem}")
+    raise JobError("; ".join(f"hierarchy.{h}: " + ", ".join(p) for h, p in by_hierarchy.items()) + f" — {rule}")
 
 
 def _mask_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
