@@ -183,12 +183,7 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
                 raise JobError(f"hierarchy.{spec.name}: a {spec.type} hierarchy is built from the values of the "
                                "column that uses it; no input.qi column names it")
             relation, column = values_for[spec.name]
-            if spec.type == "mask":
-                _mask_edges(backend, spec, relation, column)
-            else:
-                backend.run(f"hierarchy {spec.name}: dates", render(
-                    "hierarchy/date_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation,
-                    column=column, units=list(spec.units)))
+            (_mask_edges if spec.type == "mask" else _date_edges)(backend, spec, relation, column)
             continue
         if spec.type == "arx":
             edges = arx_edges(spec.path, spec.delimiter or ";")
@@ -235,19 +230,40 @@ def _refuse(problems: list[tuple[str, str, str]], rule: str) -> None:
 
 
 def _mask_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
-    """ARX's masking hierarchy: pad to ``length`` (default: the longest value), then mask one
-    more character from the right per level (``hierarchy/mask_edges.sql.j2``)."""
-    rows = backend.rows(f"hierarchy {spec.name}: lengths", render(
-        "hierarchy/mask_too_long.sql.j2", relation=relation, column=column, width=spec.length))
-    if spec.length is not None and rows:
-        raise InputError(f"hierarchy.{spec.name}.length = {spec.length}: column {column!r} holds longer values "
-                         f"({', '.join(repr(r[0]) for r in rows)}; the longest has {rows[0][1]} characters)")
-    width = spec.length or int((rows[0][1] if rows else 0) or 0)
+    """ARX's masking hierarchy: pad to ``length`` (default: the longest value, as ARX does), then
+    mask one more character from the right per level (``hierarchy/mask_edges.sql.j2``). A value
+    that cannot be padded to ``length``, or that holds the mask character (it could then equal
+    a masked node), is refused by name before anything is built."""
+    longest, n_long, too_long, n_masked, masked = backend.rows(f"hierarchy {spec.name}: values", render(
+        "hierarchy/mask_values.sql.j2", relation=relation, column=column, width=spec.length, mask=spec.mask))[0]
+    if n_long:
+        raise InputError(f"hierarchy.{spec.name}.length = {spec.length}: column {column!r} holds {n_long} longer "
+                         f"value(s) ({', '.join(map(repr, too_long))}; the longest has {longest} characters)")
+    if n_masked:
+        raise InputError(f"hierarchy.{spec.name}: column {column!r} holds {n_masked} value(s) with the mask "
+                         f"character {spec.mask!r} ({', '.join(map(repr, masked))}); set mask to a character "
+                         "the values do not use")
+    width = spec.length or int(longest or 0)
     if width < 1:
         raise InputError(f"hierarchy.{spec.name}: column {column!r} has no values to mask")
     backend.run(f"hierarchy {spec.name}: mask", render(
         "hierarchy/mask_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation, column=column,
-        width=width, padding=spec.padding, mask=spec.mask))
+        width=width, padding=spec.padding, mask=spec.mask, align=spec.align))
+
+
+def _date_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
+    """Day → month → year → decade → * above each value (``hierarchy/date_edges.sql.j2``).
+    Values that are not dates are named; the day is a level only above timestamps (a date is
+    its own day, and a node equal to its leaf would be its own parent)."""
+    n_bad, bad, has_time = backend.rows(f"hierarchy {spec.name}: values", render(
+        "hierarchy/date_values.sql.j2", relation=relation, column=column))[0]
+    if n_bad:
+        raise InputError(f"hierarchy.{spec.name}: column {column!r} holds {n_bad} value(s) that are not dates "
+                         f"({', '.join(map(repr, bad))}); a date hierarchy needs a DATE or TIMESTAMP column "
+                         "(YYYY-MM-DD values)")
+    backend.run(f"hierarchy {spec.name}: dates", render(
+        "hierarchy/date_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation, column=column,
+        units=[u for u in spec.units if u != "day" or has_time]))
 
 
 def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:
