@@ -204,3 +204,18 @@ def test_builtin_icd_tree_levels_partition():
     con = duckdb.connect()
     build(DuckDBBackend(con), [HierarchySpec("icd", "builtin", builtin="icd9cm", leaf_level="category")])
     assert_levels_partition(con, "icd")
+
+
+@pytest.mark.parametrize("name", ["toy_fulldomain.toml", "counterfeit_toy.toml", "counterfeit_toy_intervals.toml",
+                                  "lkc_toy.toml", "artuc_toy.toml", "longitudinal_toy.toml", "adult_fulldomain.toml"])
+def test_every_hierarchy_of_the_fixture_jobs_partitions(job_file, name):
+    """The hierarchies the shipped jobs use, as their runs build them (ARX files, intervals
+    with and without lo/hi, ICD trees under codes and events)."""
+    from anon_duck.inputs import prepare
+    job = job_file(name)
+    con = duckdb.connect()
+    prepare(DuckDBBackend(con), job)
+    built = [h for (h,) in con.execute(f"SELECT DISTINCT hierarchy FROM {qualified(NODES)} ORDER BY 1").fetchall()]
+    assert built
+    for hierarchy in built:
+        assert_levels_partition(con, hierarchy)
