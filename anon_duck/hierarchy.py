@@ -14,8 +14,10 @@ the level below its parent's, so level i of a leaf is its highest ancestor whose
 most i, and the nodes of one level partition the leaves. Builders that know their levels say
 them (an interval that would equal its parent stays at the next level; an ARX column is a
 level); in an edge list or a built-in tree a node's level is the height minus its depth, so a
-branch shorter than the tallest one keeps its leaf for the levels it lacks. One validator
-(``hierarchy/level_errors.sql.j2``) checks every hierarchy at load time.
+branch shorter than the tallest one keeps its leaf for the levels it lacks. At load time every
+hierarchy, whatever its type, goes through the same checks: a single tree listing each node once
+(``hierarchy/shape_errors.sql.j2``, ``cycles.sql.j2``) whose levels grow up every chain
+(``hierarchy/level_errors.sql.j2``); :func:`_refuse` names every offending node in one error.
 
 Sources: ARX-style CSV (one line per leaf, one column per level, leaf first), edge lists
 (CSV ``node,parent[,label]`` or a table with those columns), integer interval builders
@@ -181,12 +183,7 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
                 raise JobError(f"hierarchy.{spec.name}: a {spec.type} hierarchy is built from the values of the "
                                "column that uses it; no input.qi column names it")
             relation, column = values_for[spec.name]
-            if spec.type == "mask":
-                _mask_edges(backend, spec, relation, column)
-            else:
-                backend.run(f"hierarchy {spec.name}: dates", render(
-                    "hierarchy/date_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation,
-                    column=column, units=list(spec.units)))
+            (_mask_edges if spec.type == "mask" else _date_edges)(backend, spec, relation, column)
             continue
         if spec.type == "arx":
             edges = arx_edges(spec.path, spec.delimiter or ";")
@@ -206,40 +203,67 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
             edges = interval_edges(vals, width=spec.width or 1, levels=spec.levels, dyadic=spec.dyadic,
                                    lo=spec.lo, hi=spec.hi, name=spec.name)
         _append_edges(backend, spec.name, edges)
-    problems = backend.rows("hierarchy: shape", render("hierarchy/shape_errors.sql.j2", edges=EDGES))
-    if problems:
-        h, node, problem = problems[0]
-        raise JobError(f"hierarchy.{h}: node {node!r} {problem}; a hierarchy must be a single tree")
+    _refuse(backend.rows("hierarchy: shape", render("hierarchy/shape_errors.sql.j2", edges=EDGES)),
+            "a hierarchy must be a single tree that lists each node once")
     backend.run("hierarchy: closure and nodes", render("hierarchy/build.sql.j2", edges=EDGES, node_table=NODES,
                                                         closure_table=CLOSURE, max_depth=MAX_DEPTH))
-    cycles = backend.rows("hierarchy: cycles", render("hierarchy/cycles.sql.j2", closure_table=CLOSURE,
-                                                      max_depth=MAX_DEPTH))
-    if cycles:
-        h, node = cycles[0]
-        raise JobError(f"hierarchy.{h}: node {node!r} is on a cycle (or the tree is deeper than {MAX_DEPTH} levels)")
-    bad_levels = backend.rows("hierarchy: levels check", render("hierarchy/level_errors.sql.j2", node_table=NODES))
-    if bad_levels:
-        h, node, problem = bad_levels[0]
-        raise JobError(f"hierarchy.{h}: node {node!r} {problem}; the levels of a hierarchy must grow from every "
-                       "node to its parent, from 0 at the leaves to the root's")
+    _refuse(backend.rows("hierarchy: cycles", render("hierarchy/cycles.sql.j2", closure_table=CLOSURE,
+                                                     max_depth=MAX_DEPTH)),
+            f"a hierarchy must be a tree (at most {MAX_DEPTH} levels deep)")
+    _refuse(backend.rows("hierarchy: levels check", render("hierarchy/level_errors.sql.j2", node_table=NODES)),
+            "the levels of a hierarchy must grow from every node to its parent, from 0 at the leaves to the "
+            "root's, so that every level partitions the leaves")
     backend.run("hierarchy: levels", render("hierarchy/levels.sql.j2", node_table=NODES, closure_table=CLOSURE,
                                             level_table=LEVELS))
 
 
+def _refuse(problems: list[tuple[str, str, str]], rule: str) -> None:
+    """One error for every ``(hierarchy, node, problem)`` a check found, each hierarchy named
+    with all its offending nodes (the checks return at most 10 rows), so a steward fixes a file
+    in one pass instead of one node per run."""
+    if not problems:
+        return
+    by_hierarchy: dict[str, list[str]] = {}
+    for hierarchy, node, problem in problems:
+        by_hierarchy.setdefault(hierarchy, []).append(f"node {node!r} {problem}")
+    raise JobError("; ".join(f"hierarchy.{h}: " + ", ".join(p) for h, p in by_hierarchy.items()) + f" — {rule}")
+
+
 def _mask_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
-    """ARX's masking hierarchy: pad to ``length`` (default: the longest value), then mask one
-    more character from the right per level (``hierarchy/mask_edges.sql.j2``)."""
-    rows = backend.rows(f"hierarchy {spec.name}: lengths", render(
-        "hierarchy/mask_too_long.sql.j2", relation=relation, column=column, width=spec.length))
-    if spec.length is not None and rows:
-        raise InputError(f"hierarchy.{spec.name}.length = {spec.length}: column {column!r} holds longer values "
-                         f"({', '.join(repr(r[0]) for r in rows)}; the longest has {rows[0][1]} characters)")
-    width = spec.length or int((rows[0][1] if rows else 0) or 0)
+    """ARX's masking hierarchy: pad to ``length`` (default: the longest value, as ARX does), then
+    mask one more character from the right per level (``hierarchy/mask_edges.sql.j2``). A value
+    that cannot be padded to ``length``, or that holds the mask character (it could then equal
+    a masked node), is refused by name before anything is built."""
+    longest, n_long, too_long, n_masked, masked = backend.rows(f"hierarchy {spec.name}: values", render(
+        "hierarchy/mask_values.sql.j2", relation=relation, column=column, width=spec.length, mask=spec.mask))[0]
+    if n_long:
+        raise InputError(f"hierarchy.{spec.name}.length = {spec.length}: column {column!r} holds {n_long} longer "
+                         f"value(s) ({', '.join(map(repr, too_long))}; the longest has {longest} characters)")
+    if n_masked:
+        raise InputError(f"hierarchy.{spec.name}: column {column!r} holds {n_masked} value(s) with the mask "
+                         f"character {spec.mask!r} ({', '.join(map(repr, masked))}); set mask to a character "
+                         "the values do not use")
+    width = spec.length or int(longest or 0)
     if width < 1:
         raise InputError(f"hierarchy.{spec.name}: column {column!r} has no values to mask")
     backend.run(f"hierarchy {spec.name}: mask", render(
         "hierarchy/mask_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation, column=column,
-        width=width, padding=spec.padding, mask=spec.mask))
+        width=width, padding=spec.padding, mask=spec.mask, align=spec.align))
+
+
+def _date_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
+    """Day → month → year → decade → * above each value (``hierarchy/date_edges.sql.j2``).
+    Values that are not dates are named; the day is a level only above timestamps (a date is
+    its own day, and a node equal to its leaf would be its own parent)."""
+    n_bad, bad, has_time = backend.rows(f"hierarchy {spec.name}: values", render(
+        "hierarchy/date_values.sql.j2", relation=relation, column=column))[0]
+    if n_bad:
+        raise InputError(f"hierarchy.{spec.name}: column {column!r} holds {n_bad} value(s) that are not dates "
+                         f"({', '.join(map(repr, bad))}); a date hierarchy needs a DATE or TIMESTAMP column "
+                         "(YYYY-MM-DD values)")
+    backend.run(f"hierarchy {spec.name}: dates", render(
+        "hierarchy/date_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation, column=column,
+        units=[u for u in spec.units if u != "day" or has_time]))
 
 
 def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:

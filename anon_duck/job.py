@@ -19,7 +19,8 @@ from .errors import JobError
 
 QI_KINDS = ("numeric", "categorical", "date")
 HIERARCHY_TYPES = ("arx", "edges", "interval", "builtin", "mask", "date")
-DATE_UNITS = ("month", "year", "decade")
+DATE_UNITS = ("day", "month", "year", "decade")
+MASK_ALIGNMENTS = ("right", "left")
 BUILTIN_HIERARCHIES = ("icd9cm", "icd10cm")
 # A release name becomes a prefix of table names; it is quoted anyway, but a plain name keeps
 # exported file names and views readable.
@@ -85,12 +86,15 @@ class HierarchySpec:
     # builtin ICD trees: which levels to keep (e.g. 3-digit → section → chapter)
     leaf_level: str | None = None
     delimiter: str | None = None     # None: ';' for arx files, ',' for edge lists
-    # mask builder (ARX's redaction): pad to ``length`` with ``padding`` on the left, then mask
-    # 1, 2, ... characters from the right with ``mask``
+    # mask builder (ARX's redaction): pad to ``length`` with ``padding`` (on the left when the
+    # values are aligned right, ARX's RIGHT_TO_LEFT alignment), then mask 1, 2, ... characters
+    # from the right with ``mask``
     length: int | None = None
     padding: str = "0"
     mask: str = "*"
-    # date builder: the units above the day, bottom up (a subset of DATE_UNITS, in that order)
+    align: str = "right"
+    # date builder: the units above the value, bottom up (a subset of DATE_UNITS, in that order;
+    # ``day`` only adds a level above timestamps)
     units: tuple[str, ...] = DATE_UNITS
 
 
@@ -170,6 +174,7 @@ def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
         if name not in hierarchies:
             known = ", ".join(sorted(hierarchies)) or "none"
             raise JobError(f"{ref_key} = {name!r}: no [hierarchy.{name}] in the job (defined: {known})")
+    _date_hierarchies_on_dates(dataset, hierarchies)
     method = _table(doc["method"], "method")
     _required(method, "method", ("name",))
     name = _str(method["name"], "method.name")
@@ -265,7 +270,7 @@ def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
         key = f"hierarchy.{name}"
         spec = _table(spec, key)
         _only(spec, key, {"type", "path", "table", "name", "width", "levels", "dyadic", "lo", "hi",
-                          "leaf_level", "delimiter", "length", "padding", "mask", "units"})
+                          "leaf_level", "delimiter", "length", "padding", "mask", "align", "units"})
         _required(spec, key, ("type",))
         typ = _str(spec["type"], f"{key}.type")
         if typ not in HIERARCHY_TYPES:
@@ -297,28 +302,46 @@ def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
         leaf_level = _opt_str(spec.get("leaf_level"), f"{key}.leaf_level")
         if leaf_level is not None and typ != "builtin":
             raise JobError(f"{key}.leaf_level only applies to built-in ICD hierarchies")
-        mask_keys = {"length", "padding", "mask"} & set(spec)
-        if mask_keys and typ != "mask":
-            raise JobError(f"{key}.{sorted(mask_keys)[0]} only applies to type 'mask'")
-        length = spec.get("length")
-        if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 1):
-            raise JobError(f"{key}.length = {length!r}: must be a whole number >= 1")
-        padding, mask = spec.get("padding", "0"), spec.get("mask", "*")
-        for k, v in (("padding", padding), ("mask", mask)):
-            if not isinstance(v, str) or len(v) != 1:
-                raise JobError(f"{key}.{k} = {v!r}: must be one character")
-        if "units" in spec and typ != "date":
-            raise JobError(f"{key}.units only applies to type 'date'")
-        units = spec.get("units", list(DATE_UNITS))
-        if not isinstance(units, list) or not units or any(u not in DATE_UNITS for u in units) \
-                or list(units) != [u for u in DATE_UNITS if u in units]:
-            raise JobError(f"{key}.units = {units!r}: a non-empty list of {', '.join(DATE_UNITS)}, bottom up, "
-                           "each at most once")
+        length, padding, mask, align = _mask_keys(spec, key, typ)
+        units = _date_units(spec, key, typ)
         out[name] = HierarchySpec(
             name, typ, path, table, builtin, float(width) if width is not None else None, levels, dyadic,
             spec.get("lo"), spec.get("hi"), leaf_level, _opt_str(spec.get("delimiter"), f"{key}.delimiter"),
-            length, padding, mask, tuple(units))
+            length, padding, mask, align, units)
     return out
+
+
+def _mask_keys(spec: Mapping[str, Any], key: str, typ: str) -> tuple[int | None, str, str, str]:
+    """``length``, ``padding``, ``mask`` and ``align`` of a masking hierarchy (defaults for
+    any other type, which may not set them)."""
+    given = {"length", "padding", "mask", "align"} & set(spec)
+    if given and typ != "mask":
+        raise JobError(f"{key}.{sorted(given)[0]} only applies to type 'mask'")
+    length = spec.get("length")
+    if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 1):
+        raise JobError(f"{key}.length = {length!r}: must be a whole number >= 1")
+    padding, mask = spec.get("padding", "0"), spec.get("mask", "*")
+    for k, v in (("padding", padding), ("mask", mask)):
+        if not isinstance(v, str) or len(v) != 1:
+            raise JobError(f"{key}.{k} = {v!r}: must be one character")
+    if padding == mask:
+        # a padded short value would then read as a masked long one (2134 -> **2134 is 1234's level 2)
+        raise JobError(f"{key}.padding = {padding!r} is also the mask character: choose two different characters")
+    align = spec.get("align", "right")
+    if align not in MASK_ALIGNMENTS:
+        raise JobError(f"{key}.align = {align!r}: must be one of {', '.join(MASK_ALIGNMENTS)}")
+    return length, padding, mask, align
+
+
+def _date_units(spec: Mapping[str, Any], key: str, typ: str) -> tuple[str, ...]:
+    if "units" in spec and typ != "date":
+        raise JobError(f"{key}.units only applies to type 'date'")
+    units = spec.get("units", list(DATE_UNITS))
+    if not isinstance(units, list) or not units or any(u not in DATE_UNITS for u in units) \
+            or list(units) != [u for u in DATE_UNITS if u in units]:
+        raise JobError(f"{key}.units = {units!r}: a non-empty list of {', '.join(DATE_UNITS)}, bottom up, "
+                       "each at most once")
+    return tuple(units)
 
 
 def _hierarchy_refs(d: Dataset) -> list[tuple[str, str]]:
@@ -330,6 +353,16 @@ def _hierarchy_refs(d: Dataset) -> list[tuple[str, str]]:
             if getattr(d.events, k):
                 refs.append((f"input.events.{k}", getattr(d.events, k)))
     return refs
+
+
+def _date_hierarchies_on_dates(d: Dataset, hierarchies: Mapping[str, HierarchySpec]) -> None:
+    """A date hierarchy generalizes dates; naming it for anything but a ``kind = "date"`` QI
+    (a text or numeric QI, codes, events) is a mistake in the job, said before any data is read."""
+    date_qis = {f"input.qi[{i}].hierarchy" for i, q in enumerate(d.qis) if q.kind == "date"}
+    for ref_key, name in _hierarchy_refs(d):
+        if hierarchies[name].type == "date" and ref_key not in date_qis:
+            raise JobError(f"{ref_key} = {name!r} is a date hierarchy: use it for a quasi-identifier with "
+                           'kind = "date"')
 
 
 def _release(t: Mapping[str, Any]) -> Release:

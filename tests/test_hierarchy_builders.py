@@ -36,9 +36,29 @@ def test_mask_without_length_aligns_on_the_longest_value_and_takes_other_charact
     assert_levels_partition(con, "code")
 
 
+def test_mask_aligned_left_pads_on_the_right_as_arx_default():
+    """ARX's wizard aligns left (LEFT_TO_RIGHT): a short value is padded after its last character."""
+    con = _built({"code": ["AB1", "AB22"]}, HierarchySpec("code", "mask", padding="_", align="left"))
+    levels = _levels(con, "code")
+    assert levels[1] == {"AB1": "AB1*", "AB22": "AB2*"} and levels[2] == {"AB1": "AB**", "AB22": "AB**"}
+    assert_levels_partition(con, "code")
+
+
 def test_a_value_longer_than_the_mask_length_is_named():
-    with pytest.raises(InputError, match=r"hierarchy.zip.length = 4: column 'zip' holds longer values \('13053'"):
-        _built({"zip": ["13053", "2134"]}, HierarchySpec("zip", "mask", length=4))
+    with pytest.raises(InputError, match=r"hierarchy.zip.length = 4: column 'zip' holds 2 longer value\(s\) "
+                                         r"\('13053', '14850'; the longest has 5 characters\)"):
+        _built({"zip": ["13053", "2134", "14850"]}, HierarchySpec("zip", "mask", length=4))
+
+
+def test_a_value_holding_the_mask_character_is_named():
+    """'12*' would be both a leaf and the level-1 node of '123' (it used to fail as a node
+    'being its own parent', naming neither the column nor the values)."""
+    with pytest.raises(InputError, match=r"hierarchy.z: column 'z' holds 2 value\(s\) with the mask character "
+                                         r"'\*' \('1\*\*', '12\*'\); set mask"):
+        _built({"z": ["123", "12*", "1**"]}, HierarchySpec("z", "mask"))
+    con = _built({"z": ["123", "12*", "1**"]}, HierarchySpec("z", "mask", mask="#"))
+    assert _levels(con, "z")[1] == {"123": "12#", "12*": "12#", "1**": "1*#"}
+    assert_levels_partition(con, "z")
 
 
 def test_dates_generalize_to_month_year_decade():
@@ -50,11 +70,41 @@ def test_dates_generalize_to_month_year_decade():
     assert [_levels(con2, "d")[i]["2019-03-04"] for i in range(3)] == ["2019-03-04", "2019", "*"]
 
 
+def test_timestamps_get_a_day_level():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE p AS SELECT * FROM (VALUES (TIMESTAMP '2019-03-04 10:30:00'), "
+                "(TIMESTAMP '2019-03-04 00:00:00'), (TIMESTAMP '2019-03-05 23:59:59')) t(seen)")
+    build(DuckDBBackend(con), [HierarchySpec("seen", "date")], values_for={"seen": ("p", "seen")})
+    assert_levels_partition(con, "seen")
+    levels = _levels(con, "seen")
+    assert [levels[i]["2019-03-04 10:30:00"] for i in range(6)] == [
+        "2019-03-04 10:30:00", "2019-03-04", "2019-03", "2019", "2010s", "*"]
+    assert levels[1]["2019-03-04 00:00:00"] == "2019-03-04" and levels[1]["2019-03-05 23:59:59"] == "2019-03-05"
+
+
+def test_values_that_are_not_dates_are_named():
+    with pytest.raises(InputError, match=r"hierarchy.d: column 'd' holds 2 value\(s\) that are not dates "
+                                         r"\('03/04/2019', 'soon'\); a date hierarchy needs a DATE"):
+        _built({"d": ["2019-03-04", "03/04/2019", "soon"]}, HierarchySpec("d", "date"))
+
+
+def test_a_date_hierarchy_for_a_qi_that_is_not_a_date_is_a_job_error(tmp_path):
+    job = tmp_path / "job.toml"
+    job.write_text('[input]\ntable = "p"\nid = "id"\n[[input.qi]]\ncolumn = "born"\nhierarchy = "h"\n'
+                   '[hierarchy.h]\ntype = "date"\n[method]\nname = "fulldomain"\nk = 2\n[release]\nname = "r"\n')
+    with pytest.raises(JobError, match=r"input.qi\[0\].hierarchy = 'h' is a date hierarchy: use it for a "
+                                       r'quasi-identifier with kind = "date"'):
+        load_job(job)
+
+
 @pytest.mark.parametrize("spec, message", [
     ('type = "date"\nunits = ["year", "month"]', "units .*bottom up"),
     ('type = "date"\nunits = ["week"]', "units"),
     ('type = "mask"\nlength = 0', "length = 0"),
     ('type = "mask"\npadding = "00"', "padding = '00': must be one character"),
+    ('type = "mask"\npadding = "*"', "padding = '\\*' is also the mask character"),
+    ('type = "mask"\nalign = "centre"', "align = 'centre': must be one of right, left"),
+    ('type = "date"\nalign = "left"', "align only applies to type 'mask'"),
     ('type = "edges"\npath = "x.csv"\nmask = "#"', "mask only applies to type 'mask'"),
 ])
 def test_bad_builder_keys_are_job_errors(tmp_path, spec, message):
@@ -65,9 +115,10 @@ def test_bad_builder_keys_are_job_errors(tmp_path, spec, message):
         load_job(job)
 
 
-def test_fulldomain_on_a_masked_zip_and_a_date_of_birth(tmp_path):
+@pytest.mark.parametrize("born_type", ["DATE", "TIMESTAMP"])
+def test_fulldomain_on_a_masked_zip_and_a_date_of_birth(tmp_path, born_type):
     con = duckdb.connect()
-    con.execute("""CREATE TABLE people AS SELECT * FROM (VALUES
+    con.execute(f"""CREATE TABLE people AS SELECT id, zip, CAST(born AS {born_type}) AS born, disease FROM (VALUES
         (1, '13053', DATE '1961-03-04', 'flu'), (2, '13068', DATE '1962-11-30', 'flu'),
         (3, '13053', DATE '1968-07-01', 'hiv'), (4, '13022', DATE '1975-01-09', 'flu'),
         (5, '13021', DATE '1977-05-05', 'cancer'), (6, '14850', DATE '1979-12-31', 'flu'),

@@ -2,12 +2,10 @@
 branch repeats a node), whatever the hierarchy type; one validator checks it at load time."""
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections import defaultdict
 
 import duckdb
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,8 +16,6 @@ from anon_duck.errors import JobError
 from anon_duck.hierarchy import CLOSURE, LEVELS, NODES, build
 from anon_duck.job import HierarchySpec, load_job
 from anon_duck.sqlrender import qualified
-
-from conftest import JOBS
 
 
 def _levels(con, hierarchy: str) -> dict[int, dict[str, str]]:
@@ -76,23 +72,30 @@ def test_the_issue_example_publishes_one_partition_per_level():
     assert _levels(con, "h")[3]["88"] == "[78-90]"
 
 
-def test_a_fulldomain_release_on_that_hierarchy_has_disjoint_age_intervals(tmp_path):
-    rng = np.random.default_rng(3)
-    ages = np.concatenate([rng.integers(18, 88, 200), [88, 89, 90, 88, 89, 90]])
+@pytest.mark.parametrize("k, level", [(3, 0), (15, 1), (30, 2), (60, 3), (120, 4), (200, 5)])
+def test_fulldomain_on_the_issue_example_publishes_one_partition_per_level(tmp_path, k, level):
+    """The issue's job: ages 18..90, width 5, dyadic, lo/hi from the data. Ages 18..87 three
+    times each and 88..90 twenty times each make the smallest class grow level by level
+    (3, 15, 30, 60, 120, 270 rows), so each k below picks one level of the lattice and every
+    level is published once. Each release's age intervals must tile 18..90: before the fix,
+    level 2 published [78-87] (30 rows) next to [78-90] (60 rows)."""
+    ages = [a for a in range(18, 88) for _ in range(3)] + [a for a in range(88, 91) for _ in range(20)]
     con = duckdb.connect()
     con.execute("CREATE TABLE people AS SELECT row_number() OVER () AS pid, age, 'x' AS disease "
-                "FROM (SELECT unnest(?::INTEGER[]) AS age)", [ages.tolist()])
+                "FROM (SELECT unnest(?::INTEGER[]) AS age)", [ages])
     job_file = tmp_path / "job.toml"
     job_file.write_text('[input]\ntable = "people"\nid = "pid"\nsensitive = "disease"\n'
                         '[[input.qi]]\ncolumn = "age"\nkind = "numeric"\nhierarchy = "age"\n'
                         '[hierarchy.age]\ntype = "interval"\nwidth = 5\ndyadic = true\n'
-                        '[method]\nname = "fulldomain"\nk = 6\n[release]\nname = "r"\nseed = 1\n')
-    job = load_job(job_file)
-    anon_duck.run(con, job)
-    spans = sorted(con.execute("SELECT DISTINCT age__lo, age__hi FROM r_release").fetchall())
-    assert len(spans) > 1
+                        f'[method]\nname = "fulldomain"\nk = {k}\n[release]\nname = "r"\nseed = 1\n')
+    result = anon_duck.run(con, load_job(job_file))
+    assert result.facts["levels"] == {"age": level}
+    spans = con.execute("SELECT DISTINCT age__lo::INTEGER, age__hi::INTEGER FROM r_release ORDER BY 1").fetchall()
+    assert spans[0][0] == 18 and spans[-1][1] == 90, spans
     for (_, hi), (lo, _) in zip(spans, spans[1:]):
-        assert lo > hi, spans
+        assert lo == hi + 1, spans      # neither overlapping nor leaving a gap: one partition
+    labels = con.execute("SELECT count(DISTINCT age) FROM r_release").fetchone()[0]
+    assert labels == len(spans)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,18 +108,31 @@ def test_interval_levels_partition(lo, span, width, dyadic, levels):
 
 def _random_tree(rng: random.Random) -> list[tuple[str, str | None]]:
     """A random unbalanced tree: each inner node gets 1-3 children, each child is a leaf with
-    some probability, depth at most 5."""
-    edges = [("root", None)]
+    some probability, depth at most 5. Leaves are numbered 1, 2, ... depth first, so every
+    node's leaves are consecutive numbers and its bounds an interval, as a numeric hierarchy's."""
+    children: dict[str, list[str]] = {}
     frontier = [("root", 0)]
     n = 0
     while frontier:
         node, depth = frontier.pop()
+        children[node] = []
         for _ in range(rng.randint(1, 3)):
             n += 1
             child = f"n{n}"
-            edges.append((child, node))
+            children[node].append(child)
             if depth < 4 and rng.random() < 0.5:
                 frontier.append((child, depth + 1))
+    edges: list[tuple[str, str | None]] = []
+    leaf_number = iter(range(1, n + 1))
+
+    def walk(node: str, parent: str | None) -> None:
+        if node in children:
+            edges.append((node, parent))
+            for child in children[node]:
+                walk(child, node)
+        else:
+            edges.append((str(next(leaf_number)), parent))
+    walk("root", None)
     return edges
 
 
@@ -128,6 +144,43 @@ def test_unbalanced_edge_trees_partition_at_every_level(tmp_path, seed):
     con = duckdb.connect()
     build(DuckDBBackend(con), [HierarchySpec("t", "edges", path=path)])
     assert_levels_partition(con, "t")
+
+
+def test_a_node_listed_twice_is_refused(tmp_path):
+    """A repeated line used to build the node twice: the root counted 9 leaves instead of 2."""
+    path = tmp_path / "tree.csv"
+    path.write_text("node,parent\nr,\na,r\na,r\nb,r\n")
+    with pytest.raises(JobError, match=r"hierarchy.h: node 'a' is listed 2 times — .*each node once"):
+        build(DuckDBBackend(duckdb.connect()), [HierarchySpec("h", "edges", path=path)])
+
+
+def test_every_offending_node_is_named_at_once(tmp_path):
+    path = tmp_path / "tree.csv"
+    path.write_text("node,parent\nr,\ns,\na,r\na,s\nb,r\nb,x\n")
+    with pytest.raises(JobError) as err:
+        build(DuckDBBackend(duckdb.connect()), [HierarchySpec("h", "edges", path=path)])
+    message = str(err.value)
+    for part in ("node 'a' has 2 parents (r, s)", "node 'b' has 2 parents (r, x)", "node 'r' has no parent "
+                 "(one of 2 roots)", "node 'b' has parent x, which is not a node"):
+        assert part in message, message
+
+
+def test_the_validator_refuses_a_builder_that_breaks_the_level_rule(monkeypatch):
+    """The one check runs for every type at load time: a builder (here a mutant interval
+    builder putting [1-2] at level 1 under a level-1 root) is refused with the nodes named."""
+    from anon_duck import hierarchy
+    from anon_duck.hierarchy import Edge
+
+    def broken(values, **_):
+        return [Edge("1", "[1-2]", level=0), Edge("2", "[1-2]", level=0), Edge("[1-2]", "*", level=1),
+                Edge("3", "*", level=1), Edge("*", None, level=1)]
+    monkeypatch.setattr(hierarchy, "interval_edges", broken)
+    with pytest.raises(JobError) as err:
+        _build_interval([1, 2, 3], width=2)
+    message = str(err.value)
+    assert message.startswith("hierarchy.h: ") and message.endswith("every level partitions the leaves")
+    for part in ("node '3' is a leaf at level 1", "node '[1-2]' is at level 1, not below its parent * (level 1)"):
+        assert part in message, message
 
 
 def test_a_shorter_arx_line_repeats_its_value(tmp_path):
@@ -151,3 +204,18 @@ def test_builtin_icd_tree_levels_partition():
     con = duckdb.connect()
     build(DuckDBBackend(con), [HierarchySpec("icd", "builtin", builtin="icd9cm", leaf_level="category")])
     assert_levels_partition(con, "icd")
+
+
+@pytest.mark.parametrize("name", ["toy_fulldomain.toml", "counterfeit_toy.toml", "counterfeit_toy_intervals.toml",
+                                  "lkc_toy.toml", "artuc_toy.toml", "longitudinal_toy.toml", "adult_fulldomain.toml"])
+def test_every_hierarchy_of_the_fixture_jobs_partitions(job_file, name):
+    """The hierarchies the shipped jobs use, as their runs build them (ARX files, intervals
+    with and without lo/hi, ICD trees under codes and events)."""
+    from anon_duck.inputs import prepare
+    job = job_file(name)
+    con = duckdb.connect()
+    prepare(DuckDBBackend(con), job)
+    built = [h for (h,) in con.execute(f"SELECT DISTINCT hierarchy FROM {qualified(NODES)} ORDER BY 1").fetchall()]
+    assert built
+    for hierarchy in built:
+        assert_levels_partition(con, hierarchy)
