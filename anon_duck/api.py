@@ -26,7 +26,9 @@ from typing import Any, Iterator, Mapping
 import duckdb
 
 from . import __version__
+from .backend.base import Backend
 from .backend.duckdb import DuckDBBackend
+from .backend.spark import SparkBackend
 from .errors import AnonDuckError, InputError, VerificationError
 from .inputs import Inputs, prepare
 from .job import Job
@@ -55,8 +57,18 @@ def _quiet(phase: str, done: int, total: int) -> None:
     return None
 
 
-def backend_for(con: duckdb.DuckDBPyConnection, job: Job) -> DuckDBBackend:
+def backend_for(con: Any, job: Job | None) -> Backend:
+    """The backend of a caller's connection: a DuckDB connection (the job's [settings] apply for
+    the call) or a SparkSession."""
+    if _is_spark(con):
+        return SparkBackend(con)
+    if job is None:
+        return DuckDBBackend(con)
     return DuckDBBackend(con, memory_limit=job.settings.memory_limit, threads=job.settings.threads)
+
+
+def _is_spark(con: Any) -> bool:
+    return type(con).__name__ == "SparkSession" and type(con).__module__.startswith("pyspark")
 
 
 @contextlib.contextmanager
@@ -70,7 +82,7 @@ def _session(con: duckdb.DuckDBPyConnection, job: Job, *, publishes: bool = Fals
     statement that fails inside the caller's transaction would abort it, losing their
     uncommitted work. A call that ``publishes`` also refuses a read-only database (the whole
     run would otherwise end in DuckDB's error at publication)."""
-    _check_connection(DuckDBBackend(con), job, publishes)
+    _check_connection(backend_for(con, None), job, publishes)
     backend = backend_for(con, job)
     try:
         yield backend
@@ -84,7 +96,7 @@ def _session(con: duckdb.DuckDBPyConnection, job: Job, *, publishes: bool = Fals
                 pass  # the connection is unusable (e.g. interrupted); nothing to give back
 
 
-def _check_connection(probe: DuckDBBackend, job: Job, publishes: bool) -> None:
+def _check_connection(probe: Backend, job: Job, publishes: bool) -> None:
     if publishes and not probe.writable():
         raise InputError(f"release {job.release.name!r}: the database is open read-only, and a run writes its release "
                          "tables into it; open it writable (nothing was run)")
@@ -233,10 +245,10 @@ def _previous_release(backend: DuckDBBackend, name: str) -> list[str] | None:
     with an ``anon_duck_version`` row) and lists only ``<name>_*`` tables: publishing drops
     the tables it lists, so a user's table of that name must never steer what is dropped."""
     meta = f"{name}_meta"
-    if not backend.scalar("release: exists", render("release/exists.sql.j2"), {"name": meta}):
+    if not backend.table_exists(meta):
         return None
-    columns = backend.rows("release: meta columns", render("release/table_columns.sql.j2"), {"name": meta})
-    ours = [tuple(c) for c in columns] == [("key", "VARCHAR"), ("value", "VARCHAR")] and backend.scalar(
+    columns = backend.columns("release: meta columns", ("main", meta))
+    ours = list(columns.items()) == [("key", "VARCHAR"), ("value", "VARCHAR")] and backend.scalar(
         "release: meta version", render("release/meta_value.sql.j2", meta=("main", meta)),
         {"key": "anon_duck_version"}) is not None
     tables = [r[0] for r in backend.rows("release: tables", render("release/meta_tables.sql.j2", meta=("main", meta)))] \
@@ -260,8 +272,7 @@ def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckR
     with backend.transaction():
         previous = _previous_release(backend, name) or []
         for table in published:   # never overwrite a table that no earlier run of this release made
-            if table not in previous and backend.scalar("publish: clash", render("release/exists.sql.j2"),
-                                                        {"name": table}):
+            if table not in previous and backend.table_exists(table):
                 raise InputError(f"release.name = {name!r} would overwrite table {table!r}, which is not part "
                                  "of an earlier release of that name; choose another release name")
         for old in previous:

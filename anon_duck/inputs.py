@@ -175,8 +175,8 @@ def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tup
             node_table=NODES, hierarchy=hname))[0]
         if n_missing and strict:
             raise InputError(f"{what}: {n_missing} distinct value(s) are not leaves of hierarchy "
-                             f"{hname!r}, e.g. {', '.join(map(repr, examples))}")
-        coverage.append({"what": what, "hierarchy": hname, "missing": int(n_missing), "examples": list(examples or [])})
+                             f"{hname!r}, e.g. {', '.join(map(repr, sorted(examples)))}")
+        coverage.append({"what": what, "hierarchy": hname, "missing": int(n_missing), "examples": sorted(examples or [])})
     return coverage
 
 
@@ -190,13 +190,7 @@ def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...
         raise InputError(f"{key}.path = {str(source.path)!r}: no such file")
     fmt = "parquet" if ".parquet" in source.path.name.lower() else "csv"
     try:
-        if fmt == "csv":   # only columns that exist can be typed; a missing one is reported by the role checks
-            present = {r[0] for r in backend.rows(f"{key}: sniff {source.path.name}",
-                                                  render("inputs/csv_columns.sql.j2"), {"path": str(source.path)})}
-            text_columns = [c for c in text_columns if c in present]
-        backend.run(f"{key}: load {source.path.name}", render("inputs/load_file.sql.j2", target=target, format=fmt,
-                                                              text_columns=list(dict.fromkeys(text_columns))),
-                    {"path": str(source.path)})
+        backend.load_file(f"{key}: load {source.path.name}", target, str(source.path), fmt, text_columns)
     except AnonDuckError as err:
         raise InputError(f"{key}.path = {str(source.path)!r}: cannot read it as {fmt}: {err}") from err
     return target
@@ -204,10 +198,9 @@ def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...
 
 def _columns(backend: Backend, relation: tuple[str, ...], key: str, source: Source) -> dict[str, str]:
     try:
-        rows = backend.rows(f"{key}: columns", render("inputs/columns.sql.j2", relation=relation))
+        return backend.columns(f"{key}: columns", relation)
     except AnonDuckError as err:
         raise InputError(f"{key}: {source.describe()} does not exist in the database") from err
-    return {name: typ for name, typ in rows}
 
 
 def _require(columns: dict[str, str], wanted: Sequence[tuple[str, str]], where: str) -> None:

@@ -25,9 +25,7 @@ def scratch_tables(backend: Backend, group: str = "") -> list[tuple[str, str, st
     tables named ``scratch(group + ...)``). Where to look and which prefix to match come from
     :func:`scratch` itself, so the cleanup cannot drift from the names the run gives."""
     database, schema, prefix = scratch(group)
-    return [(database, schema, t) for (t,) in backend.rows(
-        "scratch: list", render("release/scratch_tables.sql.j2"),
-        {"database": database, "schema": schema, "prefix": prefix})]
+    return [(database, schema, t) for t in backend.scratch_tables((database, schema, prefix))]
 
 
 def drop_scratch(backend: Backend, group: str = "") -> None:

@@ -11,7 +11,7 @@ import pytest
 import anon_duck
 from anon_duck.api import release_tables
 from anon_duck.backend.duckdb import DuckDBBackend
-from anon_duck.backend.spark import to_spark
+from anon_duck.backend.spark import Action, to_spark
 from anon_duck.inputs import prepare
 from anon_duck.job import load_job
 from anon_duck.methods import get_method
@@ -21,14 +21,23 @@ from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_dive
 from conftest import JOBS
 
 
-def test_scratch_tables_become_cached_session_views():
+def test_statements_become_spark_steps():
+    """Scratch tables are session-local snapshots (written, appended to, dropped by the backend),
+    the main schema is the session's database, a replaced table is dropped and created, and the
+    seeded row shuffle hashes a projected struct of the row."""
     create = 'CREATE OR REPLACE TEMP TABLE "temp"."main"."_ad_x" AS SELECT a FROM "temp"."main"."_ad_y" AS y'
-    assert to_spark(create) == ("DROP VIEW IF EXISTS `_ad_x`", "CACHE TABLE `_ad_x` AS SELECT a FROM `_ad_y` AS y")
-    assert to_spark('DROP TABLE IF EXISTS "temp"."main"."_ad_x"') == \
-        ("UNCACHE TABLE IF EXISTS `_ad_x`", "DROP VIEW IF EXISTS `_ad_x`")
-    assert to_spark('SELECT * FROM "main"."r" WHERE k < $k') == ("SELECT * FROM `r` WHERE k < :k",)
+    assert to_spark(create) == (Action("snapshot", "SELECT a FROM `_ad_y` AS y", "_ad_x"),)
+    assert to_spark('INSERT INTO "temp"."main"."_ad_x" SELECT a FROM "main"."t"') == \
+        (Action("append", "SELECT a FROM `t`", "_ad_x"),)
+    assert to_spark('DROP TABLE IF EXISTS "temp"."main"."_ad_x"') == (Action("drop", name="_ad_x"),)
+    assert to_spark('SELECT * FROM "main"."r" WHERE k < $k') == (Action("sql", "SELECT * FROM `r` WHERE k < :k"),)
     two = 'CREATE TEMP TABLE "temp"."main"."_ad_a" AS SELECT 1 AS x; SELECT x FROM "temp"."main"."_ad_a"'
-    assert to_spark(two) == ("DROP VIEW IF EXISTS `_ad_a`", "CACHE TABLE `_ad_a` AS SELECT 1 AS x", "SELECT x FROM `_ad_a`")
+    assert to_spark(two) == (Action("snapshot", "SELECT 1 AS x", "_ad_a"), Action("sql", "SELECT x FROM `_ad_a`"))
+    publish = 'CREATE OR REPLACE TABLE "main"."r" AS SELECT s.* FROM "temp"."main"."_ad_x" AS s ORDER BY hash($seed, s)'
+    assert to_spark(publish) == (
+        Action("sql", "DROP TABLE IF EXISTS `r`"),
+        Action("sql", "CREATE TABLE `r` AS SELECT * EXCEPT (_ad_row_order) FROM (SELECT s.*, HASH(:seed, STRUCT(s.*)) "
+                      "AS _ad_row_order FROM `_ad_x` AS s) AS _ad_rows ORDER BY _ad_row_order"))
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +115,18 @@ def test_a_release_made_on_duckdb_audits_identically_on_spark(spark, job_file):
     assert [(c.name, c.passed, c.n_violations, c.violations, c.detail) for c in on_duckdb] == \
         [(c.name, c.passed, c.n_violations, c.violations, c.detail) for c in on_spark]
     assert all(c.passed for c in on_spark)
+
+
+def test_a_job_runs_on_spark_and_publishes_the_release_duckdb_publishes(spark):
+    """anon_duck.run and verify on a SparkSession: inputs read by Spark's reader, hierarchies,
+    the method, the verifier gate and publication all on Spark; the release is DuckDB's, as a
+    multiset of rows (the published order is a seeded shuffle on each engine, not the same)."""
+    job = load_job(JOBS / "toy_fulldomain.toml").with_release("on_spark")
+    on_spark = anon_duck.run(spark.spark, job)
+    assert on_spark.verified and on_spark.tables == ["on_spark_release"]
+    assert [c.passed for c in anon_duck.verify(spark.spark, job)] == [True]
+    con = duckdb.connect()
+    anon_duck.run(con, job)
+    assert sorted(map(tuple, spark.spark.table("on_spark_release").collect())) == \
+        sorted(con.execute("SELECT * FROM on_spark_release").fetchall())
+    assert not spark.scratch_tables("_ad_")                  # the session's scratch is gone

@@ -9,6 +9,17 @@ import numpy as np
 
 
 class Backend(Protocol):
+    trace: list
+
+    def writable(self) -> bool:
+        """Whether a release can be written (a run refuses a read-only database up front)."""
+
+    def in_transaction(self) -> bool:
+        """Whether the caller holds a transaction open (every API call refuses one)."""
+
+    def restore_settings(self) -> None:
+        """Give the caller's settings back as they were before the call."""
+
     def run(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> None:
         """Execute one statement; ``stage`` names the step for traces and errors."""
 
@@ -26,6 +37,20 @@ class Backend(Protocol):
 
     def transaction(self) -> ContextManager[None]:
         """All-or-nothing scope for publishing a release."""
+
+    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str]) -> None:
+        """Load a CSV (with a header) or Parquet file into scratch table ``target``; the
+        ``text_columns`` that exist are read as text (codes and ids keep their spelling)."""
+
+    def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
+        """A relation's columns and their types, spelled as DuckDB does (VARCHAR, BIGINT, ...)."""
+
+    def table_exists(self, name: str) -> bool:
+        """Whether the default schema holds a table or view ``name`` (case ignored)."""
+
+    def scratch_tables(self, where: Sequence[str]) -> list[str]:
+        """The session's scratch tables under ``where`` = (catalog, schema, name prefix), as
+        ``scratch.scratch(group)`` gives it: their last name parts."""
 
     def scratch_exists(self, name: Sequence[str]) -> bool:
         """Whether this session holds the scratch table ``name`` (``scratch.scratch(...)``): an

@@ -145,6 +145,24 @@ class DuckDBBackend:
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _transaction(self.con)
 
+    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str]) -> None:
+        if fmt == "csv":   # only columns that exist can be typed; a missing one is reported by the role checks
+            present = {r[0] for r in self.rows(f"{stage}: sniff", render("inputs/csv_columns.sql.j2"), {"path": path})}
+            text_columns = [c for c in text_columns if c in present]
+        self.run(stage, render("inputs/load_file.sql.j2", target=tuple(target), format=fmt,
+                               text_columns=list(dict.fromkeys(text_columns))), {"path": path})
+
+    def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
+        return {name: typ for name, typ in self.rows(stage, render("inputs/columns.sql.j2", relation=relation))}
+
+    def table_exists(self, name: str) -> bool:
+        return bool(self.scalar("release: exists", render("release/exists.sql.j2"), {"name": name}))
+
+    def scratch_tables(self, where: Sequence[str]) -> list[str]:
+        database, schema, prefix = where
+        return [t for (t,) in self.rows("scratch: list", render("release/scratch_tables.sql.j2"),
+                                        {"database": database, "schema": schema, "prefix": prefix})]
+
     def scratch_exists(self, name: Sequence[str]) -> bool:
         # rows(), not scalar(): DuckDB 2.0 keeps a fetchone() result open, which blocks register()
         return bool(self.rows("scratch: exists", render("verify/temp_table_exists.sql.j2"), {"name": name[-1]})[0][0])

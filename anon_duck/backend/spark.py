@@ -24,6 +24,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -60,45 +61,99 @@ def _is_scratch(table: exp.Table) -> bool:
     return table.catalog == SCRATCH_CATALOG
 
 
-def _local(table: exp.Table) -> exp.Table:
-    """The session-local name of a scratch table: its last part only."""
-    return exp.Table(this=exp.to_identifier(table.name, quoted=True))
+@dataclass(frozen=True)
+class Action:
+    """One step of a statement on Spark: ``sql`` (run ``text``), ``snapshot`` (scratch table
+    ``name`` := the rows of query ``text``), ``append`` (add the rows of ``text`` to scratch
+    ``name``), ``drop`` (drop scratch ``name``)."""
+
+    kind: str
+    text: str = ""
+    name: str = ""
 
 
 @functools.lru_cache(maxsize=8192)
-def to_spark(sql: str) -> tuple[str, ...]:
-    """A DuckDB-dialect statement (or several, ``;``-separated) as the Spark SQL statements that
-    do the same."""
+def to_spark(sql: str) -> tuple[Action, ...]:
+    """A DuckDB-dialect statement (or several, ``;``-separated) as the Spark steps that do the
+    same."""
     return tuple(out for tree in sqlglot.parse(sql, read="duckdb") if tree is not None
                  for out in _statement(tree))
 
 
-def _statement(tree: exp.Expression) -> tuple[str, ...]:
+def _statement(tree: exp.Expression) -> tuple[Action, ...]:
+    tree = tree.transform(_row_hash_order).transform(_adapt)
     if isinstance(tree, exp.Create) and tree.kind == "TABLE" and isinstance(tree.this, exp.Table) \
-            and _is_scratch(tree.this) and tree.expression is not None:
-        target = _local(tree.this)
-        query = tree.expression.transform(_scratch_reads)
-        return (f"DROP VIEW IF EXISTS {target.sql('spark')}",
-                exp.Cache(this=target, expression=query, lazy=False).sql("spark"))
+            and tree.expression is not None:
+        if tree.this.catalog == LOCAL_MARK:
+            return (Action("snapshot", _text(tree.expression), tree.this.name),)
+        if tree.args.get("replace"):        # Spark's file tables cannot be replaced in place
+            tree = tree.copy()
+            tree.set("replace", False)
+            return (Action("sql", f"DROP TABLE IF EXISTS {_text(tree.this)}"), Action("sql", _text(tree)))
+    if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Table) and tree.this.catalog == LOCAL_MARK:
+        return (Action("append", _text(tree.expression), tree.this.name),)
     tables = tree.args.get("tables") or [] if isinstance(tree, exp.Drop) else []
-    if isinstance(tree, exp.Drop) and tree.kind == "TABLE" and len(tables) == 1 and _is_scratch(tables[0]):
-        target = _local(tables[0]).sql("spark")
-        return (f"UNCACHE TABLE IF EXISTS {target}", f"DROP VIEW IF EXISTS {target}")
-    return (tree.transform(_scratch_reads).sql("spark"),)
+    if isinstance(tree, exp.Drop) and tree.kind == "TABLE" and len(tables) == 1 and tables[0].catalog == LOCAL_MARK:
+        return (Action("drop", name=tables[0].name),)
+    return (Action("sql", _text(tree)),)
 
 
-def _scratch_reads(node: exp.Expression) -> exp.Expression:
-    """Scratch tables by their session-local name; DuckDB's default schema ``main`` as the
-    session's current database (a release is ``("main", "<release>_x")`` in the templates)."""
+def _text(tree: exp.Expression) -> str:
+    """Spark SQL of a (sub)tree, scratch tables by their bare session-local name."""
+    def unmark(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and node.catalog == LOCAL_MARK:
+            node = node.copy()
+            node.set("catalog", None)
+        return node
+    return tree.transform(unmark).sql("spark")
+
+
+# Scratch tables keep this catalog through the rewrite so _statement can tell them apart; it is
+# dropped from every table it still marks before any SQL is written.
+LOCAL_MARK = "__ad_local__"
+
+
+def _adapt(node: exp.Expression) -> exp.Expression:
+    """On the syntax tree: scratch tables by their session-local name, DuckDB's default schema
+    ``main`` as the session's current database, and DuckDB's hash of a whole row
+    (``hash($seed, s)`` with ``s`` a table alias) as a hash of the row's struct."""
     if isinstance(node, exp.Table) and _is_scratch(node):
-        local = _local(node)
+        local = exp.Table(this=exp.to_identifier(node.name, quoted=True), catalog=exp.to_identifier(LOCAL_MARK))
         if node.alias:
             local.set("alias", node.args.get("alias"))
         return local
     if isinstance(node, exp.Table) and node.db == DEFAULT_SCHEMA and not node.catalog:
         node = node.copy()
         node.set("db", None)
+        return node
     return node
+
+
+def _row_hash_order(select: exp.Expression) -> exp.Expression:
+    """``... FROM t AS s ORDER BY hash($seed, s)`` (DuckDB hashes the row of alias ``s``: the
+    seeded shuffle of a published table) as ``SELECT * EXCEPT (o) FROM (SELECT ..., hash(:seed,
+    struct(s.*)) AS o FROM t AS s) ORDER BY o``: Spark allows ``*`` only in a projection."""
+    order = select.args.get("order") if isinstance(select, exp.Select) else None
+    if not order or len(order.expressions) != 1:
+        return select
+    key = order.expressions[0].this
+    if not (isinstance(key, exp.Anonymous) and str(key.this).lower() == "hash"):
+        return select
+    aliases = {t.alias_or_name for t in select.find_all(exp.Table)}
+    rows = [a for a in key.expressions if isinstance(a, exp.Column) and not a.table and a.name in aliases]
+    if not rows:
+        return select
+    hashed = exp.Anonymous(this=key.this, expressions=[
+        exp.Struct(expressions=[exp.Column(this=exp.Star(), table=a.this.copy())]) if a in rows else a.copy()
+        for a in key.expressions])
+    inner = select.copy()
+    inner.set("order", None)
+    inner = inner.select(exp.alias_(hashed, ROW_ORDER), append=True)
+    star = exp.Star(except_=[exp.column(ROW_ORDER)])
+    return exp.select(star).from_(inner.subquery("_ad_rows")).order_by(exp.column(ROW_ORDER))
+
+
+ROW_ORDER = "_ad_row_order"
 
 
 class SparkBackend:
@@ -114,15 +169,36 @@ class SparkBackend:
     def restore_settings(self) -> None:
         """Spark settings are the session's; a job's [settings] are DuckDB's and not applied."""
 
+    def writable(self) -> bool:
+        """A session writes to its warehouse; a read-only catalog shows at the first write."""
+        return True
+
+    def in_transaction(self) -> bool:
+        """Spark SQL has no multi-statement transactions a caller could hold open."""
+        return False
+
     def _execute(self, stage: str, sql: str, params: Mapping[str, Any] | None) -> Any:
+        """Run every step of a statement; return the last query's DataFrame (None when the last
+        step writes a scratch table)."""
         t0 = time.perf_counter()
         args = {k: _spark_value(v) for k, v in (params or {}).items()}
+        df = None
         try:
-            statements = to_spark(sql)
-            for statement in statements[:-1]:
-                self.spark.sql(statement).collect()
-            used = {k: v for k, v in args.items() if f":{k}" in statements[-1]}
-            df = self.spark.sql(statements[-1], args=used or None)
+            for step in to_spark(sql):
+                if step.kind == "drop":
+                    self.spark.catalog.dropTempView(step.name)
+                    df = None
+                    continue
+                used = {k: v for k, v in args.items() if f":{k}" in step.text}
+                df = self.spark.sql(step.text, args=used or None)
+                if step.kind == "sql":
+                    continue
+                if step.kind == "append":
+                    df = self.spark.table(_quoted(step.name)).union(df)
+                # a snapshot, as a TEMP table is: Spark re-reads a view by name, so a scratch
+                # table that read one which is later replaced would change with it
+                df.localCheckpoint(eager=True).createOrReplaceTempView(step.name)
+                df = None
         except sqlglot.errors.SqlglotError as err:
             raise AnonDuckError(f"{stage}: cannot write this statement for Spark: {err}") from err
         except Exception as err:   # pyspark raises its own exception classes (AnalysisException, ...)
@@ -133,7 +209,9 @@ class SparkBackend:
         return df
 
     def run(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> None:
-        self._execute(stage, sql, params).collect()
+        df = self._execute(stage, sql, params)
+        if df is not None:
+            df.collect()
 
     def fetch(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
         table = self._execute(stage, sql, params).toArrow()
@@ -159,13 +237,51 @@ class SparkBackend:
             target = target[1:]
         if target[0] == SCRATCH_CATALOG:
             df.createOrReplaceTempView(target[-1])      # the session-local name, as in to_spark()
-            self.spark.catalog.cacheTable(target[-1])
         else:
             df.write.mode("overwrite").saveAsTable(".".join(exp.to_identifier(p, quoted=True).sql("spark")
                                                              for p in target))
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _no_transaction()
+
+    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str]) -> None:
+        """Spark's reader; for CSV the types are inferred, then read again with the text columns
+        as strings (inference would turn codes such as "013053" into numbers)."""
+        t0 = time.perf_counter()
+        try:
+            if fmt == "parquet":
+                df = self.spark.read.parquet(path)
+            else:
+                reader = self.spark.read.option("header", True)
+                schema = reader.option("inferSchema", True).csv(path).schema
+                from pyspark.sql.types import StringType, StructField, StructType
+                df = reader.schema(StructType([StructField(f.name, StringType() if f.name in text_columns else f.dataType)
+                                               for f in schema.fields])).csv(path)
+            df.localCheckpoint(eager=True).createOrReplaceTempView(target[-1])
+        except Exception as err:
+            if type(err).__module__.startswith(("pyspark", "py4j")):
+                raise AnonDuckError(f"{stage}: {err}") from err
+            raise
+        self.trace.append((stage, time.perf_counter() - t0))
+
+    def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
+        parts = (relation,) if isinstance(relation, str) else tuple(relation)
+        name = parts[-1] if parts[0] == SCRATCH_CATALOG or parts[0] == DEFAULT_SCHEMA else ".".join(parts)
+        try:
+            fields = self.spark.table(_quoted(name) if "." not in name else name).schema.fields
+        except Exception as err:
+            if type(err).__module__.startswith(("pyspark", "py4j")):
+                raise AnonDuckError(f"{stage}: {err}") from err
+            raise
+        return {f.name: _duckdb_type(f.dataType.simpleString()) for f in fields}
+
+    def table_exists(self, name: str) -> bool:
+        wanted = name.lower()
+        return any(t.name.lower() == wanted for t in self.spark.catalog.listTables())
+
+    def scratch_tables(self, where: Sequence[str]) -> list[str]:
+        prefix = where[-1]
+        return [t.name for t in self.spark.catalog.listTables() if t.isTemporary and t.name.startswith(prefix)]
 
     def scratch_exists(self, name: Sequence[str]) -> bool:
         """A scratch table is a session-local view under its last name part."""
@@ -177,6 +293,23 @@ def _no_transaction() -> Iterator[None]:
     """Spark SQL has no multi-statement transactions: publication on Spark writes staged tables
     and swaps names only after the verifier passed (see docs)."""
     yield
+
+
+_TYPES = {"string": "VARCHAR", "bigint": "BIGINT", "int": "INTEGER", "smallint": "SMALLINT", "tinyint": "TINYINT",
+          "double": "DOUBLE", "float": "FLOAT", "boolean": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP"}
+
+
+def _duckdb_type(spark_type: str) -> str:
+    """A Spark type as DuckDB spells it, so the input checks read one vocabulary."""
+    if spark_type.startswith("decimal"):
+        return spark_type.upper()
+    if spark_type.startswith("array<"):
+        return _duckdb_type(spark_type[6:-1]) + "[]"
+    return _TYPES.get(spark_type, spark_type.upper())
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("spark")
 
 
 def _spark_value(value: Any) -> Any:

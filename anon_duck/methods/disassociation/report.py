@@ -102,7 +102,7 @@ def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], querie
 def _baseline_tables(backend: Backend, name: str) -> dict[str, tuple[str, ...]]:
     """The tables of a published ``cba`` release (``method.baseline_release``)."""
     meta = ("main", f"{name}_meta")
-    if not backend.scalar("report: baseline release", render("release/exists.sql.j2"), {"name": meta[1]}):
+    if not backend.table_exists(meta[1]):
         raise InputError(f"method.baseline_release = {name!r}: no release of that name in this database; "
                          "run the cba job first")
     method = backend.scalar("report: baseline method", render("disassociation/release_method.sql.j2", meta=meta))
