@@ -17,6 +17,10 @@ class Backend(Protocol):
     def in_transaction(self) -> bool:
         """Whether the caller holds a transaction open (every API call refuses one)."""
 
+    def threads(self) -> int:
+        """How many threads the engine works with: a Python stage running in parallel uses as
+        many, so one setting bounds the CPU a run takes."""
+
     def restore_settings(self) -> None:
         """Give the caller's settings back as they were before the call."""
 

@@ -85,6 +85,9 @@ class DuckDBBackend:
     def _setting(self, name: str) -> str:
         return self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"), {"name": name})
 
+    def threads(self) -> int:
+        return int(self._setting("threads"))
+
     def in_transaction(self) -> bool:
         """Whether the caller has a transaction open on this connection (see
         ``util/transaction_id.sql.j2``); asking does not disturb it."""

@@ -65,11 +65,14 @@ def _is_scratch(table: exp.Table) -> bool:
 class Action:
     """One step of a statement on Spark: ``sql`` (run ``text``), ``snapshot`` (scratch table
     ``name`` := the rows of query ``text``), ``append`` (add the rows of ``text`` to scratch
-    ``name``), ``drop`` (drop scratch ``name``)."""
+    ``name``), ``drop`` (drop scratch ``name``), ``update`` (scratch ``name`` := its rows with
+    the columns of ``sets`` (column, Spark expression) set where the condition ``text`` holds,
+    all right-hand sides reading the old row, as an UPDATE does)."""
 
     kind: str
     text: str = ""
     name: str = ""
+    sets: tuple[tuple[str, str], ...] = ()
 
 
 @functools.lru_cache(maxsize=8192)
@@ -81,7 +84,7 @@ def to_spark(sql: str) -> tuple[Action, ...]:
 
 
 def _statement(tree: exp.Expression) -> tuple[Action, ...]:
-    tree = tree.transform(_row_hash_order).transform(_adapt)
+    tree = tree.transform(_row_hash_order).transform(_adapt).transform(_spark_spelling)
     if isinstance(tree, exp.Create) and tree.kind == "TABLE" and isinstance(tree.this, exp.Table) \
             and tree.expression is not None:
         if tree.this.catalog == LOCAL_MARK:
@@ -90,6 +93,10 @@ def _statement(tree: exp.Expression) -> tuple[Action, ...]:
             tree = tree.copy()
             tree.set("replace", False)
             return (Action("sql", f"DROP TABLE IF EXISTS {_text(tree.this)}"), Action("sql", _text(tree)))
+    if isinstance(tree, exp.Update) and isinstance(tree.this, exp.Table) and tree.this.catalog == LOCAL_MARK:
+        where = tree.args.get("where")
+        return (Action("update", _text(where.this) if where is not None else "", tree.this.name,
+                       tuple((eq.this.name, _text(eq.expression)) for eq in tree.expressions)),)
     if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Table) and tree.this.catalog == LOCAL_MARK:
         return (Action("append", _text(tree.expression), tree.this.name),)
     tables = tree.args.get("tables") or [] if isinstance(tree, exp.Drop) else []
@@ -156,6 +163,84 @@ def _row_hash_order(select: exp.Expression) -> exp.Expression:
 ROW_ORDER = "_ad_row_order"
 
 
+def _spark_spelling(node: exp.Expression) -> exp.Expression:
+    """DuckDB constructs that sqlglot writes for Spark with another meaning, spelled the way
+    Spark gives DuckDB's answer:
+
+    * a list slice ``l[a:b]`` (1-based, both ends included) is ``slice(l, a, b - a + 1)``
+      (sqlglot keeps the brackets, which Spark cannot parse);
+    * a list element ``l[i]`` (1-based; NULL out of range) is ``try_element_at(l, i)``
+      (sqlglot shifts a literal index to Spark's 0-based brackets but not a computed one);
+    * an ordered list ``list(x ORDER BY k...)`` sorts what ``collect_list`` gathered (sqlglot
+      drops the ORDER BY: the same list in another order), by ``x`` itself or by a struct of
+      the keys, then ``x``;
+    * ``grouping(a, b, ...)`` of several columns (DuckDB's bit mask) is Spark's ``grouping_id``;
+    * ``list_select(l, positions)`` picks ``element_at(l, i)`` for each position;
+    * ``string_agg(DISTINCT x, sep ORDER BY x)`` joins the sorted ``collect_set``: Spark's own
+      ``LISTAGG(DISTINCT ...) WITHIN GROUP`` fails in its optimizer next to another DISTINCT
+      aggregate (Spark 4.3: ClassCastException in RewriteDistinctAggregates).
+    """
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Slice):
+        lo, hi = node.expressions[0].this, node.expressions[0].expression
+        if lo is None or hi is None:
+            raise AnonDuckError(f"an open list slice has no Spark spelling here: {node.sql('duckdb')}")
+        length = exp.Add(this=exp.Sub(this=hi.copy(), expression=lo.copy()), expression=exp.Literal.number(1))
+        # a replaced node is not visited again: its parts are rewritten here
+        return exp.Anonymous(this="slice", expressions=[node.this.transform(_spark_spelling), lo.copy(), length])
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.expressions[0].is_string:
+        return exp.Anonymous(this="try_element_at", expressions=[node.this.transform(_spark_spelling),
+                                                                 node.expressions[0].transform(_spark_spelling)])
+    if isinstance(node, exp.Grouping) and len(node.expressions) > 1:
+        return exp.Anonymous(this="grouping_id", expressions=[e.copy() for e in node.expressions])
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() == "list_select" and len(node.expressions) == 2:
+        values, positions = (e.transform(_spark_spelling) for e in node.expressions)
+        return exp.Anonymous(this="transform", expressions=[positions, exp.Lambda(
+            this=exp.Anonymous(this="element_at", expressions=[values, exp.column("_ad_i")]),
+            expressions=[exp.to_identifier("_ad_i")])])
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.ArrayAgg) and isinstance(node.this.this, exp.Order):
+        return _ordered_list(node.this.this, node.expression)
+    if isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
+        return _ordered_list(node.this, None)
+    if isinstance(node, exp.GroupConcat) and isinstance(node.this, exp.Order) \
+            and isinstance(node.this.this, exp.Distinct) and len(node.this.this.expressions) == 1:
+        value = node.this.this.expressions[0]
+        keys = node.this.expressions
+        if len(keys) == 1 and keys[0].this == value and not keys[0].args.get("desc"):
+            gathered = exp.Anonymous(this="collect_set", expressions=[value.copy()])
+            return exp.Anonymous(this="array_join", expressions=[
+                exp.Anonymous(this="array_sort", expressions=[gathered]),
+                node.args.get("separator") or exp.Literal.string(",")])
+    return node
+
+
+def _ordered_list(order: exp.Order, where: exp.Where | None) -> exp.Expression:
+    """``list([DISTINCT] x ORDER BY keys) [FILTER (WHERE ...)]`` for Spark: gather with
+    ``collect_list`` (``collect_set`` for DISTINCT), filtered as asked, then sort what was
+    gathered: by ``x`` itself, or as structs of the keys and ``x``. Both engines' lists skip no
+    value here but NULL: Spark's collect functions drop NULLs, which no template lists."""
+    value, keys = order.this, order.expressions
+    distinct = isinstance(value, exp.Distinct)
+    if distinct:
+        value = value.expressions[0]
+    value = value.transform(_spark_spelling)
+
+    def gather(what: exp.Expression) -> exp.Expression:
+        agg = exp.Anonymous(this="collect_set" if distinct else "collect_list", expressions=[what])
+        return exp.Filter(this=agg, expression=where.copy()) if where is not None else agg
+
+    by_value = len(keys) == 1 and keys[0].this == value
+    if by_value:
+        return exp.Anonymous(this="sort_array" if keys[0].args.get("desc") else "array_sort",
+                             expressions=[gather(value)] + ([exp.false()] if keys[0].args.get("desc") else []))
+    if any(k.args.get("desc") for k in keys) or distinct:
+        raise AnonDuckError(f"this ordered list has no Spark spelling here: {order.sql('duckdb')}")
+    fields = [exp.alias_(k.this.copy(), f"k{i}") for i, k in enumerate(keys)] + [exp.alias_(value.copy(), "v")]
+    return exp.Anonymous(this="transform", expressions=[
+        exp.Anonymous(this="array_sort", expressions=[gather(exp.Struct(expressions=fields))]),
+        exp.Lambda(this=exp.Dot(this=exp.column("p"), expression=exp.to_identifier("v")),
+                   expressions=[exp.to_identifier("p")])])
+
+
 class SparkBackend:
     """Wraps a SparkSession passed in by the caller. ``trace`` collects (stage, seconds) pairs as
     the DuckDB backend's does."""
@@ -168,6 +253,10 @@ class SparkBackend:
 
     def restore_settings(self) -> None:
         """Spark settings are the session's; a job's [settings] are DuckDB's and not applied."""
+
+    def threads(self) -> int:
+        """The session's default parallelism (local[n]: n; a cluster: its executor cores)."""
+        return int(self.spark.sparkContext.defaultParallelism)
 
     def writable(self) -> bool:
         """A session writes to its warehouse; a read-only catalog shows at the first write."""
@@ -183,14 +272,15 @@ class SparkBackend:
         t0 = time.perf_counter()
         args = {k: _spark_value(v) for k, v in (params or {}).items()}
         df = None
-        try:
+        with _engine_errors(stage):
             for step in to_spark(sql):
                 if step.kind == "drop":
                     self.spark.catalog.dropTempView(step.name)
                     df = None
                     continue
-                used = {k: v for k, v in args.items() if f":{k}" in step.text}
-                df = self.spark.sql(step.text, args=used or None)
+                text = self._update_query(step) if step.kind == "update" else step.text
+                used = {k: v for k, v in args.items() if f":{k}" in text}
+                df = self.spark.sql(text, args=used or None)
                 if step.kind == "sql":
                     continue
                 if step.kind == "append":
@@ -199,26 +289,38 @@ class SparkBackend:
                 # table that read one which is later replaced would change with it
                 df.localCheckpoint(eager=True).createOrReplaceTempView(step.name)
                 df = None
-        except sqlglot.errors.SqlglotError as err:
-            raise AnonDuckError(f"{stage}: cannot write this statement for Spark: {err}") from err
-        except Exception as err:   # pyspark raises its own exception classes (AnalysisException, ...)
-            if type(err).__module__.startswith(("pyspark", "py4j")):
-                raise AnonDuckError(f"{stage}: {err}") from err
-            raise
         self.trace.append((stage, time.perf_counter() - t0))
         return df
+
+    def _update_query(self, step: Action) -> str:
+        """The rows of scratch table ``step.name`` after the UPDATE ``step`` (a snapshot of a
+        query, since a scratch table is one): every column as it was, except those set, which
+        take their new value where the condition holds."""
+        sets = {column.lower(): value for column, value in step.sets}
+        projection = []
+        for column in self.spark.table(_quoted(step.name)).columns:
+            value = sets.get(column.lower())
+            if value is not None and step.text:
+                value = f"CASE WHEN {step.text} THEN {value} ELSE {_quoted(column)} END"
+            projection.append(f"{value} AS {_quoted(column)}" if value is not None else _quoted(column))
+        return f"SELECT {', '.join(projection)} FROM {_quoted(step.name)}"
 
     def run(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> None:
         df = self._execute(stage, sql, params)
         if df is not None:
-            df.collect()
+            with _engine_errors(stage):
+                df.collect()
 
     def fetch(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
-        table = self._execute(stage, sql, params).toArrow()
+        df = self._execute(stage, sql, params)
+        with _engine_errors(stage):
+            table = df.toArrow()
         return {name: _column(table.column(name)) for name in table.column_names}
 
     def rows(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
-        return [tuple(_plain(v) for v in r) for r in self._execute(stage, sql, params).collect()]
+        df = self._execute(stage, sql, params)
+        with _engine_errors(stage):
+            return [tuple(_plain(v) for v in r) for r in df.collect()]
 
     def scalar(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         rows = self.rows(stage, sql, params)
@@ -286,6 +388,26 @@ class SparkBackend:
     def scratch_exists(self, name: Sequence[str]) -> bool:
         """A scratch table is a session-local view under its last name part."""
         return bool(self.spark.catalog.tableExists(name[-1]))
+
+
+@contextlib.contextmanager
+def _engine_errors(stage: str) -> Iterator[None]:
+    """Spark's errors (raised when a statement is planned or, lazily, when its rows are
+    collected) as an AnonDuckError naming the stage, like the DuckDB backend's."""
+    try:
+        yield
+    except sqlglot.errors.SqlglotError as err:
+        raise AnonDuckError(f"{stage}: cannot write this statement for Spark: {err}") from err
+    except Exception as err:   # pyspark raises its own exception classes (AnalysisException, ...)
+        if type(err).__module__.startswith(("pyspark", "py4j")):
+            raise AnonDuckError(f"{stage}: {_first_line(err)}") from err
+        raise
+
+
+def _first_line(err: Exception) -> str:
+    """A Spark error without the JVM stack trace that py4j appends."""
+    text = str(err)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("at "))[:2000].strip()
 
 
 @contextlib.contextmanager

@@ -157,9 +157,9 @@ class RmRMethod(ArtUCMethod):
 
 
 def _workers(backend: Backend) -> int:
-    """Threads for GenDiag: DuckDB's ``threads`` setting (the job's ``[settings] threads`` when
-    given), so one knob bounds the CPU a run takes."""
-    return int(backend.scalar("artuc: threads", render("util/current_setting.sql.j2"), {"name": "threads"}))
+    """Threads for GenDiag: the engine's (DuckDB's ``threads`` setting, i.e. the job's
+    ``[settings] threads`` when given), so one knob bounds the CPU a run takes."""
+    return backend.threads()
 
 
 METHOD = ArtUCMethod()
