@@ -34,7 +34,7 @@ from .inputs import Inputs, prepare
 from .job import Job
 from .methods import get_method
 from .methods.base import Progress
-from .scratch import drop_scratch
+from .scratch import drop_scratch, staging
 from .sqlrender import render
 from .verifiers import CheckResult
 
@@ -165,23 +165,30 @@ def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Pat
         raise InputError(f"export: {target} exists; anon_duck never writes over an earlier export: remove it "
                          "or export to a new path")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    with _session(con, job) as backend:
-        names = [f"{job.release.name}_{s}" for s in release_tables(backend, job)] + [f"{job.release.name}_meta"]
-        try:
-            if is_db:
-                _export_database(backend, names, partial)
-            else:
-                partial.mkdir(parents=True)
-                for name in names:
-                    backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt,
-                                                         path=str(partial / f"{name}.{fmt}")))
-            os.replace(partial, target)
-        except BaseException:
-            if partial.is_dir():
-                shutil.rmtree(partial)
-            partial.unlink(missing_ok=True)
-            raise
+    with _session(con, job) as engine:
+        names = [f"{job.release.name}_{s}" for s in release_tables(engine, job)] + [f"{job.release.name}_meta"]
+        with engine.local_copy(names) as backend:
+            _write_export(backend, names, partial, target, fmt, is_db)
     return [target] if is_db else [target / f"{name}.{fmt}" for name in names]
+
+
+def _write_export(backend: DuckDBBackend, names: list[str], partial: Path, target: Path, fmt: str,
+                  is_db: bool) -> None:
+    """Write the tables ``names`` to ``partial``, then rename it to ``target`` (all or nothing)."""
+    try:
+        if is_db:
+            _export_database(backend, names, partial)
+        else:
+            partial.mkdir(parents=True)
+            for name in names:
+                backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt,
+                                                     path=str(partial / f"{name}.{fmt}")))
+        os.replace(partial, target)
+    except BaseException:
+        if partial.is_dir():
+            shutil.rmtree(partial)
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def _export_database(backend: DuckDBBackend, names: list[str], path: Path) -> None:
@@ -259,6 +266,16 @@ def _previous_release(backend: DuckDBBackend, name: str) -> list[str] | None:
     return tables
 
 
+def _drop_staged(backend: Backend, names: Any) -> None:
+    """After a failed publication: DuckDB rolled the transaction back already (the drops find
+    nothing); on Spark the staged tables written so far go, the previous release stays."""
+    for source in names:
+        try:
+            backend.run("publish: drop staged", render("release/drop_table.sql.j2", target=source))
+        except AnonDuckError:
+            pass
+
+
 def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckResult],
              facts: Mapping[str, Any]) -> list[str]:
     name = job.release.name
@@ -269,18 +286,29 @@ def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckR
                  ("verified", json.dumps({c.name: c.passed for c in checks}, sort_keys=True)),
                  ("facts", json.dumps(dict(facts), sort_keys=True, default=str))] + \
                 [("table", t) for t in published]
-    with backend.transaction():
-        previous = _previous_release(backend, name) or []
-        for table in published:   # never overwrite a table that no earlier run of this release made
-            if table not in previous and backend.table_exists(table):
-                raise InputError(f"release.name = {name!r} would overwrite table {table!r}, which is not part "
-                                 "of an earlier release of that name; choose another release name")
-        for old in previous:
-            backend.run(f"publish: drop {old}", render("release/drop_table.sql.j2", target=("main", old)))
-        for t in tables:
-            backend.run(f"publish {name}_{t.suffix}",
-                        render("release/publish_table.sql.j2", target=("main", f"{name}_{t.suffix}"),
-                               staged=t.staged, shuffle=t.shuffle, order_by=list(t.order_by)),
-                        {"seed": str(job.release.seed)} if t.shuffle else None)
-        backend.write_table(meta, {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
+    staged = {table: staging(table) for table in published + [meta[1]]}
+    try:
+        with backend.transaction():
+            earlier = _previous_release(backend, name)
+            previous = [] if earlier is None else earlier + [meta[1]]
+            for table in published:   # never overwrite a table that no earlier run of this release made
+                if table not in previous and backend.table_exists(table):
+                    raise InputError(f"release.name = {name!r} would overwrite table {table!r}, which is not part "
+                                     "of an earlier release of that name; choose another release name")
+            # 1. write every table under its staging name: the previous release is still whole
+            for t in tables:
+                target = f"{name}_{t.suffix}"
+                backend.run(f"publish {target}",
+                            render("release/publish_table.sql.j2", target=staged[target],
+                                   staged=t.staged, shuffle=t.shuffle, order_by=list(t.order_by)),
+                            {"seed": str(job.release.seed)} if t.shuffle else None)
+            backend.write_table(staged[meta[1]], {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
+            # 2. swap: drop the previous release, move the staged tables into place
+            for old in previous:
+                backend.run(f"publish: drop {old}", render("release/drop_table.sql.j2", target=("main", old)))
+            for table, source in staged.items():
+                backend.run(f"publish: rename {table}", render("release/rename_table.sql.j2", source=source, name=table))
+    except BaseException:
+        _drop_staged(backend, staged.values())
+        raise
     return published

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import tempfile
 import traceback
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import duckdb
 
@@ -42,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="anon-duck", description="Anonymize health records inside DuckDB.")
+    p = argparse.ArgumentParser(prog="anon-duck", description="Anonymize health records inside DuckDB (or Spark).")
     p.add_argument("--version", action="version", version=f"anon-duck {__version__}")
     sub = p.add_subparsers(required=True, metavar="COMMAND")
 
@@ -50,9 +52,15 @@ def _parser() -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_, description=help_)
         c.add_argument("job", type=Path, help="job file (TOML)")
         if name == "inspect":
-            c.add_argument("--db", default=":memory:", help="DuckDB database file (default: in-memory)")
+            c.add_argument("--db", default=":memory:",
+                           help="DuckDB database file (default: in-memory); with --engine spark a warehouse folder")
         else:   # a release in an in-memory database would vanish with the process
-            c.add_argument("--db", required=True, help="DuckDB database file holding the input and the release")
+            c.add_argument("--db", required=True, help="DuckDB database file holding the input and the release; "
+                                                       "with --engine spark, the Spark warehouse folder")
+        c.add_argument("--engine", choices=ENGINES, default="duckdb",
+                       help="where the work runs (default: duckdb); spark needs the spark extra and Java 17+")
+        c.add_argument("--spark-master", default=None, metavar="URL",
+                       help="Spark master with --engine spark (default: local[*], or spark-submit's --master)")
         c.set_defaults(func=func)
         return c
 
@@ -106,7 +114,49 @@ def _scales(text: str) -> list[float]:
     return scales
 
 
-def _connect(args: argparse.Namespace, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+ENGINES = ("duckdb", "spark")
+
+
+@contextlib.contextmanager
+def _connect(args: argparse.Namespace, *, read_only: bool = False) -> Iterator[Any]:
+    """The command's connection: a DuckDB connection, or with ``--engine spark`` a SparkSession
+    over the warehouse folder ``--db`` (stopped at the end)."""
+    if args.engine == "spark":
+        with _spark(args, read_only=read_only) as spark:
+            yield spark
+        return
+    if args.spark_master:
+        raise InputError("--spark-master needs --engine spark")
+    with _duckdb(args, read_only=read_only) as con:
+        yield con
+
+
+@contextlib.contextmanager
+def _spark(args: argparse.Namespace, *, read_only: bool) -> Iterator[Any]:
+    """A release lives in the warehouse folder and its catalog; commands that only read refuse
+    a folder that does not hold one, before Spark starts. ``inspect`` without ``--db`` works in
+    a folder of its own, removed at the end."""
+    from .backend.spark import spark_session
+
+    if args.db == ":memory:":
+        with tempfile.TemporaryDirectory(prefix="anon_duck_spark_") as folder:
+            spark = spark_session(folder, master=args.spark_master)
+            try:
+                yield spark
+            finally:
+                spark.stop()
+        return
+    if read_only and not (Path(args.db) / "metastore_db").is_dir():
+        raise InputError(f"--db {args.db}: no Spark warehouse here (a folder that anon-duck run --engine spark "
+                         "published into)")
+    spark = spark_session(args.db, master=args.spark_master)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _duckdb(args: argparse.Namespace, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """``run`` writes the release; verify, report, export and inspect only read, so they open
     a database file read-only (and work while another process holds it for reading). A file
     that cannot be opened so (another process writes it, it is not a DuckDB file, no

@@ -20,6 +20,14 @@ def scratch(name: str) -> tuple[str, str, str]:
     return ("temp", "main", PREFIX + name)
 
 
+def staging(table: str) -> tuple[str, str]:
+    """Where a release table is written before it is published: beside its published name in
+    the main schema (a rename moves it there), under the scratch prefix. On DuckDB all of it is
+    one transaction; on Spark, which has none, the previous release stays untouched until every
+    staged table is written."""
+    return ("main", f"{PREFIX}staged_{table}")
+
+
 def scratch_tables(backend: Backend, group: str = "") -> list[tuple[str, str, str]]:
     """The scratch tables this connection holds, all of them or those of one group (the
     tables named ``scratch(group + ...)``). Where to look and which prefix to match come from

@@ -15,6 +15,7 @@ from anon_duck import api
 from anon_duck.errors import InputError, JobError, VerificationError
 from anon_duck.job import Source
 from anon_duck.methods import get_method
+from anon_duck.scratch import staging
 from anon_duck.sqlrender import ident, qualified
 from anon_duck.verifiers import CheckResult
 
@@ -141,8 +142,8 @@ def test_failure_while_publishing_leaves_the_old_release(con, job_file, monkeypa
     from anon_duck.backend.duckdb import DuckDBBackend
     real = DuckDBBackend.write_table
 
-    def failing(self, name, columns):
-        if name[-1] == "toy_k2_meta":
+    def failing(self, name, columns):     # the last table written before the swap
+        if tuple(name) == staging("toy_k2_meta"):
             raise failure
         return real(self, name, columns)
     monkeypatch.setattr(DuckDBBackend, "write_table", failing)

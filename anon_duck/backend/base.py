@@ -17,6 +17,11 @@ class Backend(Protocol):
     def in_transaction(self) -> bool:
         """Whether the caller holds a transaction open (every API call refuses one)."""
 
+    def local_copy(self, tables: Sequence[str]) -> ContextManager[Any]:
+        """A DuckDB backend holding the main-schema ``tables`` (what an export writes from, with
+        DuckDB's writers, so every engine exports the same files): DuckDB itself; other engines
+        copy the tables into an in-memory DuckDB through Arrow."""
+
     def threads(self) -> int:
         """How many threads the engine works with: a Python stage running in parallel uses as
         many, so one setting bounds the CPU a run takes."""

@@ -85,6 +85,10 @@ class DuckDBBackend:
     def _setting(self, name: str) -> str:
         return self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"), {"name": name})
 
+    @contextlib.contextmanager
+    def local_copy(self, tables: Sequence[str]) -> Iterator["DuckDBBackend"]:
+        yield self
+
     def threads(self) -> int:
         return int(self._setting("threads"))
 

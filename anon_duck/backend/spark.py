@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import time
@@ -27,11 +28,14 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
+import duckdb
 import numpy as np
 import sqlglot
 from sqlglot import exp
 
 from ..errors import AnonDuckError, EngineError
+from ..sqlrender import render
+from .duckdb import DuckDBBackend
 
 SCRATCH_CATALOG = "temp"
 DEFAULT_SCHEMA = "main"
@@ -40,8 +44,12 @@ DEFAULT_SCHEMA = "main"
 def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
     """A SparkSession whose warehouse (where releases are published as tables) is the folder
     ``warehouse``: ``local[*]`` unless ``master`` (or the standard Spark configuration, e.g.
-    ``spark-submit --master``) says otherwise. Fails with a sentence naming what to install when
-    pyspark or Java is missing."""
+    ``spark-submit --master``) says otherwise. The table catalog is a Derby metastore inside
+    the warehouse folder, so a release published by one process (``anon-duck run``) is found
+    by the next (``anon-duck verify``), as a DuckDB file's tables are. Fails with a sentence
+    naming what to install when pyspark or Java is missing.
+
+    A process has one SparkSession: when one is running already it is returned as it is."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:
@@ -49,12 +57,21 @@ def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         raise EngineError("--engine spark needs Java 17 or later: install a JDK (e.g. apt-get install "
                           "openjdk-17-jre-headless) or set JAVA_HOME")
+    home = Path(warehouse).resolve()
     builder = (SparkSession.builder.appName("anon_duck")
-               .config("spark.sql.warehouse.dir", str(Path(warehouse).resolve()))
+               .config("spark.sql.warehouse.dir", str(home))
+               .config("spark.sql.catalogImplementation", "hive")
+               .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                       f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true")
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
                .config("spark.ui.showConsoleProgress", "false"))
     if master or not os.environ.get("SPARK_HOME"):
         builder = builder.master(master or "local[*]")
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    # anon_duck reports every failure itself, as a sentence: Spark's loggers need not repeat it
+    spark.sparkContext.setLogLevel("FATAL")
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    return spark
 
 
 def _is_scratch(table: exp.Table) -> bool:
@@ -174,6 +191,11 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
     * an ordered list ``list(x ORDER BY k...)`` sorts what ``collect_list`` gathered (sqlglot
       drops the ORDER BY: the same list in another order), by ``x`` itself or by a struct of
       the keys, then ``x``;
+    * ``WITH x AS MATERIALIZED (...)`` is a plain CTE (Spark has no such hint; the rows are
+      the same);
+    * HUGEINT (sums of squared class sizes that overflow BIGINT) is ``DECIMAL(38, 0)``;
+    * the aggregate ``product(x)`` (Spark SQL has none) folds the gathered values by
+      multiplication, NULL for a group without values as on DuckDB;
     * ``grouping(a, b, ...)`` of several columns (DuckDB's bit mask) is Spark's ``grouping_id``;
     * ``list_select(l, positions)`` picks ``element_at(l, i)`` for each position;
     * ``string_agg(DISTINCT x, sep ORDER BY x)`` joins the sorted ``collect_set``: Spark's own
@@ -190,6 +212,20 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.expressions[0].is_string:
         return exp.Anonymous(this="try_element_at", expressions=[node.this.transform(_spark_spelling),
                                                                  node.expressions[0].transform(_spark_spelling)])
+    if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
+        node = node.copy()
+        node.set("materialized", None)
+        return node
+    if isinstance(node, exp.DataType) and node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
+        return exp.DataType.build("DECIMAL(38, 0)")
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() == "product" and len(node.expressions) == 1:
+        value = exp.cast(node.expressions[0].transform(_spark_spelling), "DOUBLE")
+        folded = exp.Anonymous(this="aggregate", expressions=[
+            exp.Anonymous(this="collect_list", expressions=[value]), exp.cast(exp.Literal.number(1), "DOUBLE"),
+            exp.Lambda(this=exp.Mul(this=exp.column("_ad_acc"), expression=exp.column("_ad_v")),
+                       expressions=[exp.to_identifier("_ad_acc"), exp.to_identifier("_ad_v")])])
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.Count(this=value.copy()), expression=exp.Literal.number(0)),
+                                    true=exp.Null())], default=folded)
     if isinstance(node, exp.Grouping) and len(node.expressions) > 1:
         return exp.Anonymous(this="grouping_id", expressions=[e.copy() for e in node.expressions])
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "list_select" and len(node.expressions) == 2:
@@ -253,6 +289,25 @@ class SparkBackend:
 
     def restore_settings(self) -> None:
         """Spark settings are the session's; a job's [settings] are DuckDB's and not applied."""
+
+    @contextlib.contextmanager
+    def local_copy(self, tables: Sequence[str]) -> Iterator[Any]:
+        """The release tables in an in-memory DuckDB, brought to the driver through Arrow: an
+        export is the file a steward hands out, written by the same DuckDB writers on every
+        engine (a release larger than the driver's memory is written with Spark's own writer)."""
+        with duckdb.connect() as con:
+            local = DuckDBBackend(con)
+            for table in tables:
+                with _engine_errors(f"export: read {table}"):
+                    arrow = self.spark.table(_quoted(table)).toArrow()
+                con.register("_ad_export_source", arrow)
+                try:
+                    local.run(f"export: copy {table}", render(
+                        "util/create_table_from_registered.sql.j2", target=("main", table),
+                        source="_ad_export_source", columns=[(c, None) for c in arrow.column_names]))
+                finally:
+                    con.unregister("_ad_export_source")
+            yield local
 
     def threads(self) -> int:
         """The session's default parallelism (local[n]: n; a cluster: its executor cores)."""
