@@ -66,7 +66,12 @@ def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
                .config("spark.ui.showConsoleProgress", "false"))
     if master or not os.environ.get("SPARK_HOME"):
-        builder = builder.master(master or "local[*]")
+        master = master or "local[*]"
+        builder = builder.master(master)
+        if master.startswith("local"):    # one machine: as many shuffle partitions as cores, not 200
+            cores = master.partition("[")[2].rstrip("]").split(",")[0]
+            builder = builder.config("spark.sql.shuffle.partitions",
+                                     str(os.cpu_count() or 2) if cores in ("", "*") else cores)
     spark = builder.getOrCreate()
     # anon_duck reports every failure itself, as a sentence: Spark's loggers need not repeat it
     spark.sparkContext.setLogLevel("FATAL")
@@ -196,6 +201,8 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
     * HUGEINT (sums of squared class sizes that overflow BIGINT) is ``DECIMAL(38, 0)``;
     * the aggregate ``product(x)`` (Spark SQL has none) folds the gathered values by
       multiplication, NULL for a group without values as on DuckDB;
+    * ``md5_number(x) >> n`` (a number from the top bits of the digest, read little-endian
+      as DuckDB reads it) is read from the hex digest's last bytes, reversed: the same number;
     * ``grouping(a, b, ...)`` of several columns (DuckDB's bit mask) is Spark's ``grouping_id``;
     * ``list_select(l, positions)`` picks ``element_at(l, i)`` for each position;
     * ``string_agg(DISTINCT x, sep ORDER BY x)`` joins the sorted ``collect_set``: Spark's own
@@ -226,6 +233,9 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
                        expressions=[exp.to_identifier("_ad_acc"), exp.to_identifier("_ad_v")])])
         return exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.Count(this=value.copy()), expression=exp.Literal.number(0)),
                                     true=exp.Null())], default=folded)
+    if isinstance(node, exp.BitwiseRightShift) and isinstance(node.this, exp.Anonymous) \
+            and str(node.this.this).lower() == "md5_number" and node.expression.is_int:
+        return _md5_top_bits(node.this.expressions[0].transform(_spark_spelling), int(node.expression.name))
     if isinstance(node, exp.Grouping) and len(node.expressions) > 1:
         return exp.Anonymous(this="grouping_id", expressions=[e.copy() for e in node.expressions])
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "list_select" and len(node.expressions) == 2:
@@ -247,6 +257,19 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
                 exp.Anonymous(this="array_sort", expressions=[gathered]),
                 node.args.get("separator") or exp.Literal.string(",")])
     return node
+
+
+def _md5_top_bits(value: exp.Expression, shift: int) -> exp.Expression:
+    """DuckDB's ``md5_number(value) >> shift`` on Spark: md5_number reads the 16 digest bytes as
+    a little-endian 128-bit number, so its top ``128 - shift`` bits (whole bytes) are the last
+    digest bytes in reverse order, i.e. pairs of hex digits from the end of ``md5(value)``."""
+    if shift % 8 or not 64 <= shift < 128:
+        raise AnonDuckError(f"md5_number(...) >> {shift} has no Spark spelling here (whole bytes, at most 63 bits)")
+    digest = exp.Anonymous(this="md5", expressions=[value])
+    pairs = [exp.Substring(this=digest.copy(), start=exp.Literal.number(2 * byte + 1), length=exp.Literal.number(2))
+             for byte in range(15, shift // 8 - 1, -1)]
+    return exp.cast(exp.Anonymous(this="conv", expressions=[
+        exp.Concat(expressions=pairs), exp.Literal.number(16), exp.Literal.number(10)]), "DECIMAL(38, 0)")
 
 
 def _ordered_list(order: exp.Order, where: exp.Where | None) -> exp.Expression:
