@@ -135,25 +135,22 @@ def _connect(args: argparse.Namespace, *, read_only: bool = False) -> Iterator[A
 def _spark(args: argparse.Namespace, *, read_only: bool) -> Iterator[Any]:
     """A release lives in the warehouse folder and its catalog; commands that only read refuse
     a folder that does not hold one, before Spark starts. ``inspect`` without ``--db`` works in
-    a folder of its own, removed at the end."""
-    from .backend.spark import spark_session
+    a folder of its own, removed at the end. The session is stopped at the end unless it was
+    running before (``main()`` called from a program that has one)."""
+    from .backend.spark import running_session, spark_session
 
-    if args.db == ":memory:":
-        with tempfile.TemporaryDirectory(prefix="anon_duck_spark_") as folder:
-            spark = spark_session(folder, master=args.spark_master)
-            try:
-                yield spark
-            finally:
-                spark.stop()
-        return
-    if read_only and not (Path(args.db) / "metastore_db").is_dir():
-        raise InputError(f"--db {args.db}: no Spark warehouse here (a folder that anon-duck run --engine spark "
-                         "published into)")
-    spark = spark_session(args.db, master=args.spark_master)
-    try:
+    with contextlib.ExitStack() as stack:
+        folder = args.db
+        if folder == ":memory:":
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="anon_duck_spark_"))
+        elif read_only and not (Path(folder) / "metastore_db").is_dir():
+            raise InputError(f"--db {folder}: no Spark warehouse here (a folder that anon-duck run --engine spark "
+                             "published into)")
+        before = running_session()
+        spark = spark_session(folder, master=args.spark_master)
+        if before is None:
+            stack.callback(spark.stop)
         yield spark
-    finally:
-        spark.stop()
 
 
 def _duckdb(args: argparse.Namespace, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -293,9 +293,13 @@ def _load_builtin(backend: Backend, spec: HierarchySpec) -> None:
     if cut not in ICD_LEVELS[1:]:
         raise JobError(f"hierarchy.{spec.name}.leaf_level = {cut!r}: one of {', '.join(ICD_LEVELS[1:])}")
     keep = ICD_LEVELS[: ICD_LEVELS.index(cut) + 1]
+    tree = scratch("hier_builtin")      # read by the engine's own reader, as an input file is
+    backend.load_file(f"hierarchy {spec.name}: read built-in {spec.builtin}", tree, str(path), "csv",
+                      ["node", "parent", "level_name", "label"])
     backend.run(f"hierarchy {spec.name}: built-in {spec.builtin}",
-                render("hierarchy/load_builtin.sql.j2", target=EDGES, hierarchy=spec.name, levels=list(keep)),
-                {"path": str(path)})
+                render("hierarchy/load_builtin.sql.j2", target=EDGES, source=tree, hierarchy=spec.name,
+                       levels=list(keep)))
+    backend.run("hierarchy: drop built-in", render("release/drop_table.sql.j2", target=tree))
 
 
 def read_builtin_rows(name: str) -> list[dict[str, str]]:

@@ -14,6 +14,10 @@ from anon_duck.job import Job, load_job
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 JOBS = FIXTURES / "jobs"
+# Every fixture job, but artuc_informs_uc2..uc9: they differ from uc1 only in their utility
+# constraints (the same code path, 10-15 s each), and uc1 stands for them
+ALL_JOBS = [p for p in sorted(JOBS.glob("*.toml")) if not p.name.startswith("artuc_informs_uc") or
+            p.name == "artuc_informs_uc1.toml"]
 
 
 @pytest.fixture

@@ -12,12 +12,8 @@ from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.job import load_job
 from anon_duck.scratch import PREFIX, drop_scratch, scratch, scratch_tables
 
-from conftest import JOBS, REPO, user_tables
+from conftest import ALL_JOBS, JOBS, REPO, user_tables
 
-# artuc_informs_uc2..uc9 differ from uc1 only in their utility constraints (the same code path,
-# 10-15 s each): uc1 stands for them
-ALL_JOBS = [p for p in sorted(JOBS.glob("*.toml")) if not p.name.startswith("artuc_informs_uc") or
-            p.name == "artuc_informs_uc1.toml"]
 # each of these takes more than 4 s (run, verify and report; 2 shared cores); the rest, real data
 # included (up to ~2 s), run in the fast subset
 SLOW = {"artuc_informs_uc1.toml", "disassociation_bms.toml", "disassociation_informs.toml", "counterfeit_adult.toml"}

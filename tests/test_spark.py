@@ -3,6 +3,7 @@ adapted for Spark on sqlglot's syntax tree, give the same verifier verdicts and 
 Spark as on DuckDB for the same release. Skipped (with the reason) only without pyspark or Java."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import duckdb
@@ -12,13 +13,11 @@ import anon_duck
 from anon_duck.api import release_tables
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.backend.spark import Action, to_spark
-from anon_duck.inputs import prepare
 from anon_duck.job import load_job
-from anon_duck.methods import get_method
 from anon_duck.risk import risk_measures
 from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
-from conftest import JOBS
+from conftest import ALL_JOBS, JOBS
 
 
 def test_statements_become_spark_steps():
@@ -38,6 +37,27 @@ def test_statements_become_spark_steps():
         Action("sql", "DROP TABLE IF EXISTS `r`"),
         Action("sql", "CREATE TABLE `r` AS SELECT * EXCEPT (_ad_row_order) FROM (SELECT s.*, HASH(:seed, STRUCT(s.*)) "
                       "AS _ad_row_order FROM `_ad_x` AS s) AS _ad_rows ORDER BY _ad_row_order"))
+
+
+def test_duckdb_constructs_get_spark_spellings_with_duckdbs_meaning():
+    """What sqlglot writes for Spark with another meaning (or not at all) is spelled on the tree:
+    each of these returned other rows on Spark before (ORDER BY dropped, 0-based index, ...)."""
+    def spark_sql(sql: str) -> str:
+        (step,) = to_spark(sql)
+        return step.text
+    assert spark_sql("SELECT l[2:4], l[i] FROM t") == "SELECT SLICE(l, 2, 4 - 2 + 1), TRY_ELEMENT_AT(l, i) FROM t"
+    assert spark_sql("SELECT list(x ORDER BY x) FILTER (WHERE y > 1) FROM t") == \
+        "SELECT ARRAY_SORT(COLLECT_LIST(x) FILTER(WHERE y > 1)) FROM t"
+    assert spark_sql("SELECT list(x ORDER BY y) FROM t") == \
+        "SELECT TRANSFORM(ARRAY_SORT(COLLECT_LIST(STRUCT(y AS k0, x AS v))), p -> p.v) FROM t"
+    assert spark_sql("SELECT string_agg(DISTINCT x, ', ' ORDER BY x) FROM t") == \
+        "SELECT ARRAY_JOIN(ARRAY_SORT(COLLECT_SET(x)), ', ') FROM t"
+    assert spark_sql("SELECT grouping(a, b) FROM t GROUP BY GROUPING SETS ((a, b))").startswith("SELECT GROUPING_ID(a, b)")
+    assert "CAST(CONV(CONCAT(SUBSTRING(MD5(s), 31, 2)" in spark_sql("SELECT md5_number(s) >> 72 FROM t")
+    assert "AGGREGATE(COLLECT_LIST(CAST(p AS DOUBLE))" in spark_sql("SELECT product(p) FROM t")
+    assert spark_sql("SELECT CAST(n AS HUGEINT) FROM t") == "SELECT CAST(n AS DECIMAL(38, 0)) FROM t"
+    assert to_spark('UPDATE "temp"."main"."_ad_s" SET a = b, b = 1 WHERE a = $x') == \
+        (Action("update", "a = :x", "_ad_s", (("a", "b"), ("b", "1"))),)
 
 
 @pytest.fixture(scope="module")
@@ -91,42 +111,165 @@ def test_generic_verifiers_and_risk_give_the_same_numbers(spark):
         risk_measures(spark, relation="toy_k2_release", qis=toy, k=3)
 
 
-# toy jobs whose whole audit runs on Spark today; the others need engine variants of the input
-# loading (counterfeit) and of a catalog query (artuc): issue #18
-AUDITED_ON_SPARK = ["disassociation_cba_toy.toml", "disassociation_toy.toml", "lkc_grown_toy.toml",
-                    "lkc_toy.toml", "longitudinal_toy.toml", "toy_fulldomain.toml"]
+def _same(a, b, path: str = "") -> None:
+    """Equal numbers, floats to 1e-9 relative: a sum of doubles depends on the order the engine
+    adds them in (DuckDB's threads as much as Spark's partitions)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            _same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12, nan_ok=True), path
+    else:
+        assert a == b, path
 
 
-@pytest.mark.parametrize("job_file", AUDITED_ON_SPARK)
-def test_a_release_made_on_duckdb_audits_identically_on_spark(spark, job_file):
-    job = load_job(JOBS / job_file)
+def _checks(checks) -> list[tuple]:
+    return [(c.name, c.passed, c.n_violations, c.violations, c.detail) for c in checks]
+
+
+# one toy job per method (and the variants whose templates differ: interval hierarchies, grown
+# LKC intervals, CBA): each runs end to end on Spark
+SPARK_RUNS = ["toy_fulldomain.toml", "lkc_toy.toml", "lkc_grown_toy.toml", "counterfeit_toy.toml",
+              "counterfeit_toy_intervals.toml", "artuc_toy.toml", "disassociation_toy.toml",
+              "disassociation_cba_toy.toml", "longitudinal_toy.toml"]
+# set-based methods: the release is a set-based computation with the job's seed, the same rows
+# on both engines
+SET_BASED = {"fulldomain", "lkc", "counterfeit"}
+# report and inspect compared on both engines (each method's report; about 10 s each on Spark)
+REPORTED = {"toy_fulldomain.toml", "lkc_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
+            "disassociation_toy.toml", "longitudinal_toy.toml"}
+
+
+@pytest.mark.parametrize("job_path", [p for p in ALL_JOBS if p.name not in SPARK_RUNS], ids=lambda p: p.stem)
+def test_every_fixture_jobs_release_made_on_duckdb_verifies_identically_on_spark(spark, job_path):
+    """Issue #18: the release a job publishes on DuckDB, copied to the Spark warehouse, gets the
+    same verdict, violations and numbers from ``anon_duck.verify`` on Spark, which prepares the
+    job's inputs with Spark's reader and runs every check of the method's audit there. (The toy
+    jobs run on Spark itself below, and their releases are verified on both engines there.)"""
+    job = load_job(job_path)
     con = duckdb.connect()
     anon_duck.run(con, job)
-    db = DuckDBBackend(con)
-    tables = release_tables(db, job)
-    for name in tables.values():
+    for name in [f"{job.release.name}_{s}" for s in release_tables(DuckDBBackend(con), job)] + \
+            [f"{job.release.name}_meta"]:
         _copy(con, spark, name)
-    inputs = prepare(db, job)             # checks that read the input (completeness) find it on both engines
-    if inputs.codes:
-        _copy(con, spark, inputs.codes)
-    method = get_method(job.method)
-    params = method.check_params(job)
-    on_duckdb, on_spark = method.verify(db, job, tables, params), method.verify(spark, job, tables, params)
-    assert [(c.name, c.passed, c.n_violations, c.violations, c.detail) for c in on_duckdb] == \
-        [(c.name, c.passed, c.n_violations, c.violations, c.detail) for c in on_spark]
-    assert all(c.passed for c in on_spark)
+    on_duckdb, on_spark = anon_duck.verify(con, job), anon_duck.verify(spark.spark, job)
+    assert _checks(on_duckdb) == _checks(on_spark)
+    assert on_spark and all(c.passed for c in on_spark)
 
 
-def test_a_job_runs_on_spark_and_publishes_the_release_duckdb_publishes(spark):
-    """anon_duck.run and verify on a SparkSession: inputs read by Spark's reader, hierarchies,
-    the method, the verifier gate and publication all on Spark; the release is DuckDB's, as a
-    multiset of rows (the published order is a seeded shuffle on each engine, not the same)."""
-    job = load_job(JOBS / "toy_fulldomain.toml").with_release("on_spark")
+@pytest.mark.parametrize("job_file", SPARK_RUNS)
+def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_file):
+    """``anon_duck.run`` on a SparkSession: inputs read by Spark's reader, hierarchies, the
+    method, the verifier gate and the staged publication all on Spark. The release, copied back
+    to DuckDB, passes DuckDB's verifier with the same numbers (the reverse of the test above);
+    a set-based method publishes DuckDB's release as a multiset of rows (the published order is
+    a seeded shuffle on each engine, not the same one); report and inspect give the same
+    numbers on both engines for this one release."""
+    job = load_job(JOBS / job_file).with_release("on_spark_" + job_file.removesuffix(".toml"))
     on_spark = anon_duck.run(spark.spark, job)
-    assert on_spark.verified and on_spark.tables == ["on_spark_release"]
-    assert [c.passed for c in anon_duck.verify(spark.spark, job)] == [True]
+    assert on_spark.verified
     con = duckdb.connect()
-    anon_duck.run(con, job)
-    assert sorted(map(tuple, spark.spark.table("on_spark_release").collect())) == \
-        sorted(con.execute("SELECT * FROM on_spark_release").fetchall())
-    assert not spark.scratch_tables("_ad_")                  # the session's scratch is gone
+    for table in on_spark.tables + [f"{job.release.name}_meta"]:
+        con.register("arrow", spark.spark.table(f"`{table}`").toArrow())
+        con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM arrow')
+        con.unregister("arrow")
+    assert _checks(anon_duck.verify(con, job)) == _checks(on_spark.checks)
+    assert not spark.scratch_tables(("temp", "main", "_ad_"))          # the session's scratch is gone
+    assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]  # and staging
+    if job.method in SET_BASED:
+        fresh = duckdb.connect()
+        made_here = anon_duck.run(fresh, job)
+        for table in made_here.tables:
+            assert sorted(map(tuple, spark.spark.table(f"`{table}`").collect()), key=repr) == \
+                sorted(fresh.execute(f'SELECT * FROM "{table}"').fetchall(), key=repr), table
+    if job_file in REPORTED:
+        _same(anon_duck.report(con, job), anon_duck.report(spark.spark, job))
+        _same(anon_duck.inspect(con, job), anon_duck.inspect(spark.spark, job))
+
+
+def test_cli_runs_verifies_reports_and_exports_on_spark(spark, tmp_path, capsys):
+    """Issue #18's first "done when": run, verify and report with ``--engine spark`` succeed on
+    the warehouse folder, and export gives the rows the DuckDB run of the same job exports."""
+    from anon_duck.cli import main
+
+    job = str(JOBS / "toy_fulldomain.toml")
+    warehouse = spark.spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+    spark_args = ["--engine", "spark", "--db", warehouse]
+    assert main(["run", job, *spark_args]) == 0
+    assert main(["verify", job, *spark_args]) == 0
+    assert "k_anonymity: pass" in capsys.readouterr().out
+    assert main(["report", job, "--json", *spark_args]) == 0
+    on_spark = json.loads(capsys.readouterr().out)
+    assert main(["export", job, *spark_args, "--to", str(tmp_path / "spark.csv")]) == 0
+    database = str(tmp_path / "d.duckdb")
+    assert main(["run", job, "--db", database]) == 0
+    assert main(["export", job, "--db", database, "--to", str(tmp_path / "duckdb.csv")]) == 0
+    capsys.readouterr()
+    assert main(["report", job, "--json", "--db", database]) == 0
+    _same(on_spark, json.loads(capsys.readouterr().out))
+    rows = {engine: sorted(duckdb.sql(f"SELECT * FROM read_csv('{tmp_path / engine}.csv/toy_k2_release.csv')")
+                           .fetchall()) for engine in ("spark", "duckdb")}
+    assert rows["spark"] == rows["duckdb"] and len(rows["spark"]) == 12
+    assert spark.spark.sparkContext._jsc is not None      # the session the test runs stays up
+
+
+def test_cli_refuses_a_folder_without_a_warehouse(tmp_path, capsys):
+    from anon_duck.cli import main
+
+    assert main(["verify", str(JOBS / "toy_fulldomain.toml"), "--engine", "spark", "--db", str(tmp_path)]) == 2
+    assert "no Spark warehouse here" in capsys.readouterr().err
+    assert main(["verify", str(JOBS / "toy_fulldomain.toml"), "--spark-master", "local[1]", "--db", "x.duckdb"]) == 2
+    assert "--spark-master needs --engine spark" in capsys.readouterr().err
+
+
+def test_without_pyspark_or_java_engine_spark_names_what_to_install(monkeypatch, tmp_path, capsys):
+    """Exit 2 with the missing piece named; runs with or without Spark installed."""
+    import builtins
+
+    from anon_duck.cli import main
+
+    job = str(JOBS / "toy_fulldomain.toml")
+    real_import = builtins.__import__
+
+    def no_pyspark(name, *args, **kwargs):
+        if name.startswith("pyspark"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+    with monkeypatch.context() as m:
+        m.setattr(builtins, "__import__", no_pyspark)
+        assert main(["run", job, "--engine", "spark", "--db", str(tmp_path / "w")]) == 2
+    assert "pip install 'anon-duck[spark]'" in capsys.readouterr().err
+    pytest.importorskip("pyspark")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert main(["run", job, "--engine", "spark", "--db", str(tmp_path / "w")]) == 2
+    assert "needs Java 17" in capsys.readouterr().err
+
+
+def test_a_failed_publication_on_spark_keeps_the_previous_release(spark, monkeypatch):
+    """Spark has no transaction: tables are written under staging names and swapped in only when
+    all are written; a failure before the swap leaves the previous release whole and drops the
+    staged tables."""
+    from anon_duck.backend.spark import SparkBackend
+    from anon_duck.scratch import staging
+
+    job = load_job(JOBS / "toy_fulldomain.toml").with_release("kept_on_spark")
+    anon_duck.run(spark.spark, job)
+    before = sorted(map(tuple, spark.spark.table("kept_on_spark_release").collect()))
+    real = SparkBackend.write_table
+
+    def failing(self, name, columns):
+        if tuple(name) == staging("kept_on_spark_meta"):
+            raise RuntimeError("disk full")
+        return real(self, name, columns)
+    monkeypatch.setattr(SparkBackend, "write_table", failing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        anon_duck.run(spark.spark, job.with_params(k=3))
+    assert sorted(map(tuple, spark.spark.table("kept_on_spark_release").collect())) == before
+    assert json.loads(dict(spark.rows("meta", "SELECT key, value FROM main.kept_on_spark_meta"))["params"])["k"] == 2
+    assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]

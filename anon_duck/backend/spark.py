@@ -6,15 +6,18 @@ statement many times. Parameters (``$k``) become Spark's named markers (``:k``) 
 ``spark.sql(args=...)``; results come back through Arrow.
 
 Scratch relations are ``("temp", "main", "_ad_<name>")`` in the templates (anon_duck/scratch.py).
-Spark has no TEMP tables, and a TEMPORARY VIEW would be recomputed on every read, so on the tree:
+Spark has no TEMP tables, and a view would be recomputed on every read (and change when a table
+it reads is replaced), so on the tree a statement becomes :class:`Action` steps:
 
-* ``CREATE [OR REPLACE] TEMP TABLE temp.main._ad_x AS q`` becomes ``CACHE TABLE _ad_x AS q``: a
-  session-local view over ``q``, computed once and kept in memory/disk by Spark's cache;
-* a read of ``temp.main._ad_x`` reads the session-local ``_ad_x``;
-* ``DROP TABLE [IF EXISTS] temp.main._ad_x`` uncaches it and drops the view.
+* ``CREATE [OR REPLACE] TEMP TABLE temp.main._ad_x AS q`` is a *snapshot*: the rows of ``q``,
+  checkpointed locally and registered as the session-local view ``_ad_x``;
+* ``INSERT INTO`` and ``UPDATE`` of a scratch table build its next snapshot;
+* a read of ``temp.main._ad_x`` reads the session-local ``_ad_x``; a DROP drops the view.
 
 Like DuckDB's TEMP tables these live only in the session that made them, so two runs on two
 sessions never see each other's scratch and a killed driver leaves nothing in the warehouse.
+Constructs that sqlglot writes for Spark with another meaning are spelled on the tree with
+DuckDB's (:func:`_spark_spelling`). docs/spark.md has the whole picture.
 """
 from __future__ import annotations
 
@@ -72,11 +75,24 @@ def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
             cores = master.partition("[")[2].rstrip("]").split(",")[0]
             builder = builder.config("spark.sql.shuffle.partitions",
                                      str(os.cpu_count() or 2) if cores in ("", "*") else cores)
+    running = running_session()
+    if running is not None and Path(running.conf.get("spark.sql.warehouse.dir").removeprefix("file:")) != home:
+        raise EngineError(f"this process runs a SparkSession on warehouse {running.conf.get('spark.sql.warehouse.dir')}; "
+                          f"it cannot open another one on {home} (one SparkSession per process)")
     spark = builder.getOrCreate()
     # anon_duck reports every failure itself, as a sentence: Spark's loggers need not repeat it
     spark.sparkContext.setLogLevel("FATAL")
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     return spark
+
+
+def running_session() -> Any:
+    """The SparkSession this process runs already, if any (None without pyspark)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
 
 
 def _is_scratch(table: exp.Table) -> bool:
@@ -490,8 +506,8 @@ def _first_line(err: Exception) -> str:
 
 @contextlib.contextmanager
 def _no_transaction() -> Iterator[None]:
-    """Spark SQL has no multi-statement transactions: publication on Spark writes staged tables
-    and swaps names only after the verifier passed (see docs)."""
+    """Spark SQL has no multi-statement transactions: publication writes every table under a
+    staging name and renames them into place last (api._publish; docs/spark.md)."""
     yield
 
 
