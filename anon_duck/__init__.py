@@ -6,10 +6,9 @@
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .errors import AnonDuckError, InfeasibleError, InputError, JobError, VerificationError  # noqa: E402
 from .job import load_job, parse_job  # noqa: E402
+from .version import __version__  # noqa: E402
 
 _API = ("run", "verify", "report", "export", "inspect")
 

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping
 
 import duckdb
 
-from . import __version__
+from .version import __version__
 from .backend.base import Backend
 from .backend.duckdb import DuckDBBackend
 from .backend.spark import SparkBackend

@@ -12,7 +12,8 @@ from typing import Any, Iterator, Sequence
 
 import duckdb
 
-from . import __version__, api
+from . import api
+from .version import __version__
 from .errors import AnonDuckError, InputError, VerificationError
 from .job import load_job
 from .progress import TerminalProgress

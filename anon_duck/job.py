@@ -377,11 +377,16 @@ def _release(t: Mapping[str, Any]) -> Release:
     return Release(name, seed)
 
 
+# DuckDB crashes on an absurd thread count (2**40) instead of refusing it
+MAX_THREADS = 4096
+
+
 def _settings(t: Mapping[str, Any]) -> Settings:
     _only(t, "settings", {"memory_limit", "threads"})
     threads = t.get("threads")
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-        raise JobError(f"settings.threads = {threads!r}: must be a whole number >= 1")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)
+                                or not 1 <= threads <= MAX_THREADS):
+        raise JobError(f"settings.threads = {threads!r}: must be a whole number from 1 to {MAX_THREADS}")
     mem = _opt_str(t.get("memory_limit"), "settings.memory_limit")
     if mem is not None and not re.fullmatch(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", mem.strip(), re.I):
         raise JobError(f"settings.memory_limit = {mem!r}: write it like '2GB' or '512MiB'")

@@ -59,6 +59,7 @@ def test_parses_roles_and_defaults():
      "input.codes.column = 'pid' is also input.id"),
     (lambda s: s.replace('[release]', '[settings]\nmemory_limit = "lots"\n[release]'), "settings.memory_limit"),
     (lambda s: s.replace('[release]', '[settings]\nthreads = 0\n[release]'), "settings.threads"),
+    (lambda s: s.replace('[release]', '[settings]\nthreads = 1099511627776\n[release]'), "from 1 to 4096"),
     (lambda s: s + "\nseed = -3\n", "release.seed"),
     (lambda s: s.replace('type = "interval"', 'type = "magic"'), "hierarchy.age.type"),
     (lambda s: s.replace("[[input.qi]]", "[[input.qi]]\nweight = 2"), "input.qi[0].weight"),
