@@ -1,15 +1,18 @@
-"""The Python API behind the CLI: run, verify, report, export, inspect.
+"""The Python API behind the CLI: run, verify, report, export, inspect. Each takes a DuckDB
+connection or a SparkSession (the engine's backend does the rest).
 
 ``run`` is the only function that writes to the database, and it writes only
-``<release>_*`` tables, in one transaction, after the independent verifier has passed:
+``<release>_*`` tables, in one transaction (on Spark: staged, then swapped), after the
+independent verifier has passed:
 
 1. check the job's method parameters (nothing touched yet);
 2. load and check the inputs, build hierarchies (scratch TEMP tables only);
 3. the method computes its release into staged scratch tables;
 4. the method's verifier checks the staged tables — a violation raises
    :class:`VerificationError` and nothing is published;
-5. one transaction drops the previous release of the same name and creates the new tables
-   (rows in a seeded random order) plus ``<release>_meta``;
+5. the new tables (rows in a seeded random order) and ``<release>_meta`` are written under
+   staging names, then the previous release of the same name is dropped and the staged
+   tables renamed into place — on DuckDB all of it one transaction;
 6. scratch tables are dropped, whatever happened.
 """
 from __future__ import annotations
@@ -21,11 +24,8 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-import duckdb
-
-from .version import __version__
 from .backend.base import Backend
 from .backend.duckdb import DuckDBBackend
 from .backend.spark import SparkBackend
@@ -37,6 +37,7 @@ from .methods.base import Progress
 from .scratch import drop_scratch, staging
 from .sqlrender import render
 from .verifiers import CheckResult
+from .version import __version__
 
 
 @dataclass
@@ -51,6 +52,10 @@ class RunResult:
     @property
     def verified(self) -> bool:
         return all(c.passed for c in self.checks)
+
+
+# what every call takes: a DuckDB connection or a SparkSession (pyspark is an optional extra)
+Connection = Any
 
 
 def _quiet(phase: str, done: int, total: int) -> None:
@@ -72,7 +77,7 @@ def _is_spark(con: Any) -> bool:
 
 
 @contextlib.contextmanager
-def _session(con: duckdb.DuckDBPyConnection, job: Job, *, publishes: bool = False) -> Iterator[DuckDBBackend]:
+def _session(con: Connection, job: Job, *, publishes: bool = False) -> Iterator[Backend]:
     """One API call's backend: the job's settings hold inside it; on the way out (error,
     Ctrl-C or not) the scratch tables are dropped and the caller's settings restored.
 
@@ -106,7 +111,7 @@ def _check_connection(probe: Backend, job: Job, publishes: bool) -> None:
                          "commit or roll back first (nothing was run, and your transaction is still open)")
 
 
-def run(con: duckdb.DuckDBPyConnection, job: Job, *, progress: Progress | None = None) -> RunResult:
+def run(con: Connection, job: Job, *, progress: Progress | None = None) -> RunResult:
     """Anonymize, verify, publish. Raises and leaves the database as it was on any error."""
     t0 = time.perf_counter()
     method = get_method(job.method)
@@ -129,7 +134,7 @@ def run(con: duckdb.DuckDBPyConnection, job: Job, *, progress: Progress | None =
     return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace)
 
 
-def verify(con: duckdb.DuckDBPyConnection, job: Job) -> list[CheckResult]:
+def verify(con: Connection, job: Job) -> list[CheckResult]:
     """Re-check a published release with the method's independent verifier."""
     method = get_method(job.method)
     params = method.check_params(job)
@@ -137,7 +142,7 @@ def verify(con: duckdb.DuckDBPyConnection, job: Job) -> list[CheckResult]:
         return method.verify(backend, job, release_tables(backend, job), params)
 
 
-def report(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
+def report(con: Connection, job: Job) -> dict[str, Any]:
     """Utility and risk measures of a published release."""
     method = get_method(job.method)
     params = method.check_params(job)
@@ -148,7 +153,7 @@ def report(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
     return {"release": job.release.name, "method": job.method, **out}
 
 
-def export(con: duckdb.DuckDBPyConnection, job: Job, to: str | Path) -> list[Path]:
+def export(con: Connection, job: Job, to: str | Path) -> list[Path]:
     """Write only the release tables and return the files written. ``to`` is what is created,
     and its suffix (any case) picks the format: a new folder of Parquet files (``release/`` or
     ``release.parquet``), a new folder of CSV files (``release.csv``), or a new DuckDB file
@@ -201,7 +206,7 @@ def _export_database(backend: DuckDBBackend, names: list[str], path: Path) -> No
         backend.run("export: detach", render("release/detach.sql.j2", alias=alias))
 
 
-def inspect(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
+def inspect(con: Connection, job: Job) -> dict[str, Any]:
     """Profile the input: rows, distinct values per QI, the current k (smallest class on the
     raw QIs), codes/events counts. Hierarchy coverage problems are reported as errors by
     :func:`prepare`, with the column, the count and the first values."""
@@ -209,7 +214,7 @@ def inspect(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
         return _profile(backend, job, prepare(backend, job, strict=False))
 
 
-def _profile(backend: DuckDBBackend, job: Job, inputs: Inputs) -> dict[str, Any]:
+def _profile(backend: Backend, job: Job, inputs: Inputs) -> dict[str, Any]:
     qis = [q.column for q in job.dataset.qis]
     row = backend.rows("inspect: profile", render("inputs/inspect.sql.j2", relation=inputs.person, qis=qis))[0]
     out: dict[str, Any] = {"rows": inputs.n_rows,
@@ -228,7 +233,7 @@ def _profile(backend: DuckDBBackend, job: Job, inputs: Inputs) -> dict[str, Any]
     return out
 
 
-def release_tables(backend: DuckDBBackend, job: Job) -> dict[str, tuple[str, ...]]:
+def release_tables(backend: Backend, job: Job) -> dict[str, tuple[str, ...]]:
     """suffix → qualified name of each published table, from ``<release>_meta``; refuses a
     release another method made (its verifier would read tables it does not know)."""
     meta = f"{job.release.name}_meta"
@@ -245,7 +250,7 @@ def release_tables(backend: DuckDBBackend, job: Job) -> dict[str, tuple[str, ...
     return {n[len(prefix):]: ("main", n) for n in names}
 
 
-def _previous_release(backend: DuckDBBackend, name: str) -> list[str] | None:
+def _previous_release(backend: Backend, name: str) -> list[str] | None:
     """The tables of an earlier run of release ``name``, or None if there was none.
 
     A ``<name>_meta`` table is trusted only if it has anon_duck's shape (key, value VARCHAR
@@ -266,7 +271,7 @@ def _previous_release(backend: DuckDBBackend, name: str) -> list[str] | None:
     return tables
 
 
-def _drop_staged(backend: Backend, names: Any) -> None:
+def _drop_staged(backend: Backend, names: Iterable[Sequence[str]]) -> None:
     """After a failed publication: DuckDB rolled the transaction back already (the drops find
     nothing); on Spark the staged tables written so far go, the previous release stays."""
     for source in names:
@@ -276,7 +281,7 @@ def _drop_staged(backend: Backend, names: Any) -> None:
             pass
 
 
-def _publish(backend: DuckDBBackend, job: Job, tables: list, checks: list[CheckResult],
+def _publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult],
              facts: Mapping[str, Any]) -> list[str]:
     name = job.release.name
     meta = ("main", f"{name}_meta")
