@@ -174,6 +174,7 @@ REPORTED = {"toy_fulldomain.toml", "lkc_toy.toml", "counterfeit_toy.toml", "artu
 DEMO_FILES = {file for _, file in DEMO_JOBS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("job_path", [p for p in ALL_JOBS if p.name not in SPARK_RUNS], ids=lambda p: p.stem)
 def test_every_fixture_jobs_release_made_on_duckdb_verifies_identically_on_spark(spark, job_path):
     """Issue #18: the release a job publishes on DuckDB, copied to the Spark warehouse, gets the
@@ -198,6 +199,7 @@ def test_every_fixture_jobs_release_made_on_duckdb_verifies_identically_on_spark
     COMPLETED.add(job_path.name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("job_file", SPARK_RUNS)
 def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_file):
     """``anon_duck.run`` on a SparkSession: inputs read by Spark's reader, hierarchies, the
@@ -327,6 +329,7 @@ DUCKDB_BACKEND_OWN = {
     "release/export_file.sql.j2", "release/export_duckdb.sql.j2", "release/attach.sql.j2", "release/detach.sql.j2"}
 
 
+@pytest.mark.slow
 def test_every_template_the_demo_executes_ran_on_spark(spark):
     """Issue #18: every template the demo's jobs execute on DuckDB (run, verify and report, in the
     audit test above) was executed on Spark by this module's tests, but the DuckDB backend's own.
