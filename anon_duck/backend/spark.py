@@ -225,16 +225,22 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
       ``LISTAGG(DISTINCT ...) WITHIN GROUP`` fails in its optimizer next to another DISTINCT
       aggregate (Spark 4.3: ClassCastException in RewriteDistinctAggregates).
     """
+    spelled = _spell(node)
+    # sqlglot's transform does not visit a node that replaced another: the replacement's parts
+    # (which may hold more DuckDB constructs) are spelled here, once, for every rule below
+    return node if spelled is node else spelled.transform(_spark_spelling)
+
+
+def _spell(node: exp.Expression) -> exp.Expression:
+    """One rule of :func:`_spark_spelling` applied to ``node`` itself (not to its parts)."""
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Slice):
         lo, hi = node.expressions[0].this, node.expressions[0].expression
         if lo is None or hi is None:
             raise AnonDuckError(f"an open list slice has no Spark spelling here: {node.sql('duckdb')}")
         length = exp.Add(this=exp.Sub(this=hi.copy(), expression=lo.copy()), expression=exp.Literal.number(1))
-        # a replaced node is not visited again: its parts are rewritten here
-        return exp.Anonymous(this="slice", expressions=[node.this.transform(_spark_spelling), lo.copy(), length])
+        return exp.Anonymous(this="slice", expressions=[node.this.copy(), lo.copy(), length])
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.expressions[0].is_string:
-        return exp.Anonymous(this="try_element_at", expressions=[node.this.transform(_spark_spelling),
-                                                                 node.expressions[0].transform(_spark_spelling)])
+        return exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), node.expressions[0].copy()])
     if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
         node = node.copy()
         node.set("materialized", None)
@@ -242,7 +248,7 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.DataType) and node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
         return exp.DataType.build("DECIMAL(38, 0)")
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "product" and len(node.expressions) == 1:
-        value = exp.cast(node.expressions[0].transform(_spark_spelling), "DOUBLE")
+        value = exp.cast(node.expressions[0].copy(), "DOUBLE")
         folded = exp.Anonymous(this="aggregate", expressions=[
             exp.Anonymous(this="collect_list", expressions=[value]), exp.cast(exp.Literal.number(1), "DOUBLE"),
             exp.Lambda(this=exp.Mul(this=exp.column("_ad_acc"), expression=exp.column("_ad_v")),
@@ -251,11 +257,11 @@ def _spark_spelling(node: exp.Expression) -> exp.Expression:
                                     true=exp.Null())], default=folded)
     if isinstance(node, exp.BitwiseRightShift) and isinstance(node.this, exp.Anonymous) \
             and str(node.this.this).lower() == "md5_number" and node.expression.is_int:
-        return _md5_top_bits(node.this.expressions[0].transform(_spark_spelling), int(node.expression.name))
+        return _md5_top_bits(node.this.expressions[0].copy(), int(node.expression.name))
     if isinstance(node, exp.Grouping) and len(node.expressions) > 1:
         return exp.Anonymous(this="grouping_id", expressions=[e.copy() for e in node.expressions])
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "list_select" and len(node.expressions) == 2:
-        values, positions = (e.transform(_spark_spelling) for e in node.expressions)
+        values, positions = (e.copy() for e in node.expressions)
         return exp.Anonymous(this="transform", expressions=[positions, exp.Lambda(
             this=exp.Anonymous(this="element_at", expressions=[values, exp.column("_ad_i")]),
             expressions=[exp.to_identifier("_ad_i")])])
@@ -297,7 +303,6 @@ def _ordered_list(order: exp.Order, where: exp.Where | None) -> exp.Expression:
     distinct = isinstance(value, exp.Distinct)
     if distinct:
         value = value.expressions[0]
-    value = value.transform(_spark_spelling)
 
     def gather(what: exp.Expression) -> exp.Expression:
         agg = exp.Anonymous(this="collect_set" if distinct else "collect_list", expressions=[what])
@@ -434,8 +439,7 @@ class SparkBackend:
         if target[0] == SCRATCH_CATALOG:
             df.createOrReplaceTempView(target[-1])      # the session-local name, as in to_spark()
         else:
-            df.write.mode("overwrite").saveAsTable(".".join(exp.to_identifier(p, quoted=True).sql("spark")
-                                                             for p in target))
+            df.write.mode("overwrite").saveAsTable(".".join(_quoted(p) for p in target))
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _no_transaction()
@@ -444,7 +448,7 @@ class SparkBackend:
         """Spark's reader; for CSV the types are inferred, then read again with the text columns
         as strings (inference would turn codes such as "013053" into numbers)."""
         t0 = time.perf_counter()
-        try:
+        with _engine_errors(stage):
             if fmt == "parquet":
                 df = self.spark.read.parquet(path)
             else:
@@ -454,21 +458,13 @@ class SparkBackend:
                 df = reader.schema(StructType([StructField(f.name, StringType() if f.name in text_columns else f.dataType)
                                                for f in schema.fields])).csv(path)
             df.localCheckpoint(eager=True).createOrReplaceTempView(target[-1])
-        except Exception as err:
-            if type(err).__module__.startswith(("pyspark", "py4j")):
-                raise AnonDuckError(f"{stage}: {err}") from err
-            raise
         self.trace.append((stage, time.perf_counter() - t0))
 
     def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
         parts = (relation,) if isinstance(relation, str) else tuple(relation)
         name = parts[-1] if parts[0] == SCRATCH_CATALOG or parts[0] == DEFAULT_SCHEMA else ".".join(parts)
-        try:
+        with _engine_errors(stage):
             fields = self.spark.table(_quoted(name) if "." not in name else name).schema.fields
-        except Exception as err:
-            if type(err).__module__.startswith(("pyspark", "py4j")):
-                raise AnonDuckError(f"{stage}: {err}") from err
-            raise
         return {f.name: _duckdb_type(f.dataType.simpleString()) for f in fields}
 
     def table_exists(self, name: str) -> bool:
