@@ -172,22 +172,46 @@ def export(con: Connection, job: Job, to: str | Path) -> list[Path]:
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     with _session(con, job) as engine:
         names = [f"{job.release.name}_{s}" for s in release_tables(engine, job)] + [f"{job.release.name}_meta"]
+        order = _release_order(engine, job.release.name)
         with engine.local_copy(names) as backend:
-            _write_export(backend, names, partial, target, fmt, is_db)
+            _write_export(backend, names, order, partial, target, fmt, is_db)
     return [target] if is_db else [target / f"{name}.{fmt}" for name in names]
 
 
-def _write_export(backend: DuckDBBackend, names: list[str], partial: Path, target: Path, fmt: str,
+@dataclass(frozen=True)
+class _Order:
+    """How a release's tables are ordered (sql/lib/release_order.jinja): in the seeded order of
+    ``seed``, except the tables in ``sorted`` (and the metadata table), sorted by their columns."""
+
+    seed: str
+    sorted: frozenset[str]
+
+    def context(self, backend: Backend, name: str) -> dict[str, Any]:
+        """release_order's context for table ``name`` as ``backend`` holds it."""
+        columns = list(backend.columns(f"export: columns of {name}", (name,)).items())
+        return {"columns": columns, "seeded": name not in self.sorted, "seed": self.seed}
+
+
+def _release_order(backend: Backend, name: str) -> _Order:
+    meta = ("main", f"{name}_meta")
+    seed = backend.scalar("release: seed", render("release/meta_value.sql.j2", meta=meta), {"key": "seed"})
+    listed = backend.rows("release: sorted tables", render("release/meta_tables.sql.j2", meta=meta, key="sorted_table"))
+    return _Order(str(seed), frozenset([meta[1]] + [r[0] for r in listed]))
+
+
+def _write_export(backend: DuckDBBackend, names: list[str], order: _Order, partial: Path, target: Path, fmt: str,
                   is_db: bool) -> None:
-    """Write the tables ``names`` to ``partial``, then rename it to ``target`` (all or nothing)."""
+    """Write the tables ``names`` to ``partial`` in release order, then rename it to ``target``
+    (all or nothing)."""
     try:
         if is_db:
-            _export_database(backend, names, partial)
+            _export_database(backend, names, order, partial)
         else:
             partial.mkdir(parents=True)
             for name in names:
                 backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt,
-                                                     path=str(partial / f"{name}.{fmt}")))
+                                                     path=str(partial / f"{name}.{fmt}"),
+                                                     **order.context(backend, name)))
         os.replace(partial, target)
     except BaseException:
         if partial.is_dir():
@@ -196,12 +220,13 @@ def _write_export(backend: DuckDBBackend, names: list[str], partial: Path, targe
         raise
 
 
-def _export_database(backend: DuckDBBackend, names: list[str], path: Path) -> None:
+def _export_database(backend: DuckDBBackend, names: list[str], order: _Order, path: Path) -> None:
     alias = "anon_duck_export"
     backend.run("export: attach", render("release/attach.sql.j2", alias=alias, path=str(path)))
     try:
         for name in names:
-            backend.run(f"export {name}", render("release/export_duckdb.sql.j2", alias=alias, source=(name,), name=name))
+            backend.run(f"export {name}", render("release/export_duckdb.sql.j2", alias=alias, source=(name,), name=name,
+                                                 **order.context(backend, name)))
     finally:
         backend.run("export: detach", render("release/detach.sql.j2", alias=alias))
 
@@ -263,7 +288,7 @@ def _previous_release(backend: Backend, name: str) -> list[str] | None:
     ours = list(columns.items()) == [("key", "VARCHAR"), ("value", "VARCHAR")] and backend.scalar(
         "release: meta version", render("release/meta_value.sql.j2", meta=("main", meta)),
         {"key": "anon_duck_version"}) is not None
-    tables = [r[0] for r in backend.rows("release: tables", render("release/meta_tables.sql.j2", meta=("main", meta)))] \
+    tables = [r[0] for r in backend.rows("release: tables", render("release/meta_tables.sql.j2", meta=("main", meta), key="table"))] \
         if ours else []
     if not ours or any(not t.startswith(f"{name}_") or t == meta for t in tables):
         raise InputError(f"table {meta!r} exists but was not written by anon_duck for release {name!r}; "
@@ -290,7 +315,9 @@ def _publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult]
                  ("params", json.dumps(dict(job.params), sort_keys=True, default=str)),
                  ("verified", json.dumps({c.name: c.passed for c in checks}, sort_keys=True)),
                  ("facts", json.dumps(dict(facts), sort_keys=True, default=str))] + \
-                [("table", t) for t in published]
+                [("table", t) for t in published] + \
+                [("sorted_table", f"{name}_{t.suffix}") for t in tables if not t.shuffle]
+    meta_rows.sort()    # the metadata table is published sorted, like every unseeded table
     staged = {table: staging(table) for table in published + [meta[1]]}
     try:
         with backend.transaction():
@@ -303,10 +330,10 @@ def _publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult]
             # 1. write every table under its staging name: the previous release is still whole
             for t in tables:
                 target = f"{name}_{t.suffix}"
+                columns = list(backend.columns(f"publish {target}: columns", t.staged).items())
                 backend.run(f"publish {target}",
-                            render("release/publish_table.sql.j2", target=staged[target],
-                                   staged=t.staged, shuffle=t.shuffle, order_by=list(t.order_by)),
-                            {"seed": str(job.release.seed)} if t.shuffle else None)
+                            render("release/publish_table.sql.j2", target=staged[target], source=t.staged,
+                                   columns=columns, seeded=t.shuffle, seed=job.release.seed))
             backend.write_table(staged[meta[1]], {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
             # 2. swap: drop the previous release, move the staged tables into place
             for old in previous:

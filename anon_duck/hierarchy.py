@@ -32,7 +32,7 @@ import csv
 import gzip
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -163,11 +163,12 @@ def interval_edges(values: Sequence[float], *, width: float, levels: int | None,
 
 
 def build(backend: Backend, specs: Iterable[HierarchySpec], *,
-          values_for: dict[str, tuple] | None = None) -> None:
+          values_for: Mapping[str, Sequence[tuple[tuple[str, ...], str]]] | None = None) -> None:
     """Build the scratch hierarchy tables for ``specs``.
 
-    ``values_for`` maps an interval hierarchy's name to ``(relation, column)`` whose distinct
-    values become its leaves.
+    ``values_for`` maps the name of a hierarchy built from the data (interval, mask, date) to
+    the ``(relation, column)`` pairs whose distinct values become its leaves: every column that
+    uses it, so two QIs can share one hierarchy.
     """
     values_for = values_for or {}
     backend.write_table(EDGES, {"hierarchy": np.array([], dtype=str), "node": np.array([], dtype=str),
@@ -182,8 +183,7 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
             if spec.name not in values_for:
                 raise JobError(f"hierarchy.{spec.name}: a {spec.type} hierarchy is built from the values of the "
                                "column that uses it; no input.qi column names it")
-            relation, column = values_for[spec.name]
-            (_mask_edges if spec.type == "mask" else _date_edges)(backend, spec, relation, column)
+            (_mask_edges if spec.type == "mask" else _date_edges)(backend, spec, values_for[spec.name])
             continue
         if spec.type == "arx":
             edges = arx_edges(spec.path, spec.delimiter or ";")
@@ -192,14 +192,14 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
         else:  # interval
             if spec.name not in values_for:
                 raise JobError(f"hierarchy.{spec.name}: an interval hierarchy must be used by a numeric column")
-            relation, column = values_for[spec.name]
+            sources = values_for[spec.name]
             rows = backend.rows(f"hierarchy {spec.name}: values",
-                                render("hierarchy/distinct_values.sql.j2", relation=relation, column=column))
+                                render("hierarchy/distinct_values.sql.j2", sources=sources))
             try:
                 vals = [float(r[0]) for r in rows]
             except ValueError as err:
-                raise InputError(f"column {column!r} uses interval hierarchy {spec.name!r} but holds "
-                                 f"a non-numeric value ({err})") from err
+                raise InputError(f"hierarchy.{spec.name}: {_columns_hold(sources)} a non-numeric value ({err}); an "
+                                 "interval hierarchy needs numbers") from err
             edges = interval_edges(vals, width=spec.width or 1, levels=spec.levels, dyadic=spec.dyadic,
                                    lo=spec.lo, hi=spec.hi, name=spec.name)
         _append_edges(backend, spec.name, edges)
@@ -229,40 +229,48 @@ def _refuse(problems: list[tuple[str, str, str]], rule: str) -> None:
     raise JobError("; ".join(f"hierarchy.{h}: " + ", ".join(p) for h, p in by_hierarchy.items()) + f" — {rule}")
 
 
-def _mask_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
+def _columns_hold(sources: Sequence[tuple[tuple[str, ...], str]]) -> str:
+    """The columns a hierarchy is built from, for an error message: "column 'a' holds" or
+    "columns 'a', 'b' hold"."""
+    names = [repr(column) for _, column in sources]
+    return f"column {names[0]} holds" if len(names) == 1 else f"columns {', '.join(names)} hold"
+
+
+def _mask_edges(backend: Backend, spec: HierarchySpec, sources: Sequence[tuple[tuple[str, ...], str]]) -> None:
     """ARX's masking hierarchy: pad to ``length`` (default: the longest value, as ARX does), then
     mask one more character from the right per level (``hierarchy/mask_edges.sql.j2``). A value
     that cannot be padded to ``length``, or that holds the mask character (it could then equal
     a masked node), is refused by name before anything is built."""
     longest, n_long, too_long, n_masked, masked = backend.rows(f"hierarchy {spec.name}: values", render(
-        "hierarchy/mask_values.sql.j2", relation=relation, column=column, width=spec.length, mask=spec.mask))[0]
+        "hierarchy/mask_values.sql.j2", sources=sources, width=spec.length, mask=spec.mask))[0]
+    where = _columns_hold(sources)
     if n_long:
-        raise InputError(f"hierarchy.{spec.name}.length = {spec.length}: column {column!r} holds {n_long} longer "
+        raise InputError(f"hierarchy.{spec.name}.length = {spec.length}: {where} {n_long} longer "
                          f"value(s) ({', '.join(map(repr, too_long))}; the longest has {longest} characters)")
     if n_masked:
-        raise InputError(f"hierarchy.{spec.name}: column {column!r} holds {n_masked} value(s) with the mask "
+        raise InputError(f"hierarchy.{spec.name}: {where} {n_masked} value(s) with the mask "
                          f"character {spec.mask!r} ({', '.join(map(repr, masked))}); set mask to a character "
                          "the values do not use")
     width = spec.length or int(longest or 0)
     if width < 1:
-        raise InputError(f"hierarchy.{spec.name}: column {column!r} has no values to mask")
+        raise InputError(f"hierarchy.{spec.name}: {where} no value to mask")
     backend.run(f"hierarchy {spec.name}: mask", render(
-        "hierarchy/mask_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation, column=column,
+        "hierarchy/mask_edges.sql.j2", target=EDGES, hierarchy=spec.name, sources=sources,
         width=width, padding=spec.padding, mask=spec.mask, align=spec.align))
 
 
-def _date_edges(backend: Backend, spec: HierarchySpec, relation: tuple[str, ...], column: str) -> None:
+def _date_edges(backend: Backend, spec: HierarchySpec, sources: Sequence[tuple[tuple[str, ...], str]]) -> None:
     """Day → month → year → decade → * above each value (``hierarchy/date_edges.sql.j2``).
     Values that are not dates are named; the day is a level only above timestamps (a date is
     its own day, and a node equal to its leaf would be its own parent)."""
     n_bad, bad, has_time = backend.rows(f"hierarchy {spec.name}: values", render(
-        "hierarchy/date_values.sql.j2", relation=relation, column=column))[0]
+        "hierarchy/date_values.sql.j2", sources=sources))[0]
     if n_bad:
-        raise InputError(f"hierarchy.{spec.name}: column {column!r} holds {n_bad} value(s) that are not dates "
+        raise InputError(f"hierarchy.{spec.name}: {_columns_hold(sources)} {n_bad} value(s) that are not dates "
                          f"({', '.join(map(repr, bad))}); a date hierarchy needs a DATE or TIMESTAMP column "
                          "(YYYY-MM-DD values)")
     backend.run(f"hierarchy {spec.name}: dates", render(
-        "hierarchy/date_edges.sql.j2", target=EDGES, hierarchy=spec.name, relation=relation, column=column,
+        "hierarchy/date_edges.sql.j2", target=EDGES, hierarchy=spec.name, sources=sources,
         units=[u for u in spec.units if u != "day" or has_time]))
 
 

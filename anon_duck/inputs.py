@@ -153,12 +153,12 @@ def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tup
         used.update(h for h in (ds.events.code_hierarchy, ds.events.age_hierarchy) if h)
     if not used:
         return []
-    values_for: dict[str, tuple] = {}
+    values_for: dict[str, list[tuple[tuple[str, ...], str]]] = {}   # a data-built hierarchy: every column using it
     for q in ds.qis:
         if q.hierarchy:
-            values_for.setdefault(q.hierarchy, (person, q.column))
+            values_for.setdefault(q.hierarchy, []).append((person, q.column))
     if ds.events and ds.events.age_hierarchy:
-        values_for.setdefault(ds.events.age_hierarchy, (events, "age"))
+        values_for.setdefault(ds.events.age_hierarchy, []).append((events, "age"))
     build_hierarchies(backend, [job.hierarchies[h] for h in sorted(used)], values_for=values_for)
     checks = [(f"input.qi column {q.column!r}", person, q.column, q.hierarchy) for q in ds.qis if q.hierarchy]
     if codes is not None and ds.codes and ds.codes.hierarchy:

@@ -205,8 +205,9 @@ def recording() -> Iterator[list[tuple[str, str]]]:
     _recorders.append(rec)
     try:
         yield rec
-    finally:
-        _recorders.remove(rec)
+    finally:   # by identity: list.remove would drop the first recorder *equal* to this one,
+        # and two nested recorders that saw the same renderings are equal
+        _recorders[:] = [r for r in _recorders if r is not rec]
 
 
 @functools.lru_cache(maxsize=4096)

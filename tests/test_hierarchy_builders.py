@@ -18,7 +18,7 @@ def _built(values: dict[str, list], *specs: HierarchySpec) -> duckdb.DuckDBPyCon
     con = duckdb.connect()
     con.execute("CREATE TABLE p AS SELECT * FROM (VALUES " + ", ".join(
         "(" + ", ".join(repr(v) for v in row) + ")" for row in zip(*values.values())) + ") t(" + ", ".join(values) + ")")
-    build(DuckDBBackend(con), list(specs), values_for={s.name: ("p", c) for s, c in zip(specs, values)})
+    build(DuckDBBackend(con), list(specs), values_for={s.name: [("p", c)] for s, c in zip(specs, values)})
     return con
 
 
@@ -74,7 +74,7 @@ def test_timestamps_get_a_day_level():
     con = duckdb.connect()
     con.execute("CREATE TABLE p AS SELECT * FROM (VALUES (TIMESTAMP '2019-03-04 10:30:00'), "
                 "(TIMESTAMP '2019-03-04 00:00:00'), (TIMESTAMP '2019-03-05 23:59:59')) t(seen)")
-    build(DuckDBBackend(con), [HierarchySpec("seen", "date")], values_for={"seen": ("p", "seen")})
+    build(DuckDBBackend(con), [HierarchySpec("seen", "date")], values_for={"seen": [("p", "seen")]})
     assert_levels_partition(con, "seen")
     levels = _levels(con, "seen")
     assert [levels[i]["2019-03-04 10:30:00"] for i in range(6)] == [
@@ -134,4 +134,30 @@ def test_fulldomain_on_a_masked_zip_and_a_date_of_birth(tmp_path, born_type):
     assert result.verified
     rows = con.execute("SELECT zip, born FROM r_release").fetchall()
     assert all(z.endswith("*") for z, _ in rows) and len(rows) == 8
+    assert all(c.passed for c in anon_duck.verify(con, job))
+
+
+@pytest.mark.parametrize("kind, hierarchy, values", [
+    ("categorical", 'type = "mask"', ("13053", "13068", "14850", "14853")),
+    ("numeric", 'type = "interval"\nwidth = 10\nlevels = 3', (31, 38, 52, 57)),
+])
+def test_two_columns_share_a_hierarchy_built_from_both(tmp_path, kind, hierarchy, values):
+    """A hierarchy built from the data (mask, date, interval) holds the values of every column
+    that uses it: home and work zip codes share one masking hierarchy, two ages one interval
+    hierarchy, though some work values never occur at home."""
+    a, b, c, d = values
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people (id INTEGER, home " + ("VARCHAR" if kind == "categorical" else "INTEGER") +
+                ", work " + ("VARCHAR" if kind == "categorical" else "INTEGER") + ")")
+    con.executemany("INSERT INTO people VALUES (?, ?, ?)", [(1, a, c), (2, b, d), (3, a, d), (4, b, c)])
+    job_file = tmp_path / "job.toml"
+    job_file.write_text('[input]\ntable = "people"\nid = "id"\n'
+                        f'[[input.qi]]\ncolumn = "home"\nkind = "{kind}"\nhierarchy = "shared"\n'
+                        f'[[input.qi]]\ncolumn = "work"\nkind = "{kind}"\nhierarchy = "shared"\n'
+                        f'[hierarchy.shared]\n{hierarchy}\n'
+                        '[method]\nname = "fulldomain"\nk = 2\n[release]\nname = "r"\nseed = 1\n')
+    job = load_job(job_file)
+    result = anon_duck.run(con, job)
+    assert result.verified
+    assert con.execute("SELECT count(*) FROM r_release").fetchone() == (4,)
     assert all(c.passed for c in anon_duck.verify(con, job))

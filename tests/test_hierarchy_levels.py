@@ -58,7 +58,7 @@ def assert_levels_partition(con, hierarchy: str) -> None:
 def _build_interval(values, **spec) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("CREATE TABLE v AS SELECT unnest(?::INTEGER[]) AS x", [list(values)])
-    build(DuckDBBackend(con), [HierarchySpec("h", "interval", **spec)], values_for={"h": ("v", "x")})
+    build(DuckDBBackend(con), [HierarchySpec("h", "interval", **spec)], values_for={"h": [("v", "x")]})
     return con
 
 

@@ -17,7 +17,7 @@ from anon_duck.backend.spark import Action, to_spark
 from anon_duck.demo import DEMO_JOBS
 from anon_duck.job import load_job
 from anon_duck.risk import risk_measures
-from anon_duck.sqlrender import recording, render
+from anon_duck.sqlrender import environment, recording, render
 from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
 from conftest import ALL_JOBS, JOBS
@@ -25,8 +25,7 @@ from conftest import ALL_JOBS, JOBS
 
 def test_statements_become_spark_steps():
     """Scratch tables are session-local snapshots (written, appended to, dropped by the backend),
-    the main schema is the session's database, a replaced table is dropped and created, and the
-    seeded row shuffle hashes a projected struct of the row."""
+    the main schema is the session's database, and a replaced table is dropped and created."""
     create = 'CREATE OR REPLACE TEMP TABLE "temp"."main"."_ad_x" AS SELECT a FROM "temp"."main"."_ad_y" AS y'
     assert to_spark(create) == (Action("snapshot", "SELECT a FROM `_ad_y` AS y", "_ad_x"),)
     assert to_spark('INSERT INTO "temp"."main"."_ad_x" SELECT a FROM "main"."t"') == \
@@ -35,11 +34,9 @@ def test_statements_become_spark_steps():
     assert to_spark('SELECT * FROM "main"."r" WHERE k < $k') == (Action("sql", "SELECT * FROM `r` WHERE k < :k"),)
     two = 'CREATE TEMP TABLE "temp"."main"."_ad_a" AS SELECT 1 AS x; SELECT x FROM "temp"."main"."_ad_a"'
     assert to_spark(two) == (Action("snapshot", "SELECT 1 AS x", "_ad_a"), Action("sql", "SELECT x FROM `_ad_a`"))
-    publish = 'CREATE OR REPLACE TABLE "main"."r" AS SELECT s.* FROM "temp"."main"."_ad_x" AS s ORDER BY hash($seed, s)'
-    assert to_spark(publish) == (
-        Action("sql", "DROP TABLE IF EXISTS `r`"),
-        Action("sql", "CREATE TABLE `r` AS SELECT * EXCEPT (_ad_row_order) FROM (SELECT s.*, HASH(:seed, STRUCT(s.*)) "
-                      "AS _ad_row_order FROM `_ad_x` AS s) AS _ad_rows ORDER BY _ad_row_order"))
+    publish = 'CREATE OR REPLACE TABLE "main"."r" AS SELECT s.* FROM "temp"."main"."_ad_x" AS s ORDER BY s.a'
+    assert to_spark(publish) == (Action("sql", "DROP TABLE IF EXISTS `r`"),
+                                 Action("sql", "CREATE TABLE `r` AS SELECT s.* FROM `_ad_x` AS s ORDER BY s.a NULLS LAST"))
 
 
 def test_duckdb_constructs_get_spark_spellings_with_duckdbs_meaning():
@@ -140,6 +137,44 @@ def test_generic_verifiers_and_risk_give_the_same_numbers(spark):
         spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", t)))
 
 
+def test_the_release_order_is_the_same_on_both_engines(spark):
+    """sql/lib/release_order.jinja on values both engines print differently (1e-05 is 1.0E-5 on
+    Spark) or compare with care (NaN, -0.0, infinities, NULLs, lists with NULLs, decimals, dates,
+    unicode): the seeded order of 400 random rows, and the sorted one, are the same on DuckDB and
+    Spark (the rows are told apart by their last column). One column's text spelled differently
+    on one engine moves its rows."""
+    import random
+
+    rng = random.Random(7)
+    floats = [1e-05, -0.0, 0.0, 0.1, -2.5, 1e300, -1e300, float("inf"), float("-inf"), float("nan"), 123456.789,
+              2.0 ** -70, 4.5e18, 1 / 3, None]
+    texts = ["", "a", "ä:b", "x\ty", "1.0E-5", None]
+    rows = [(rng.choice(texts), rng.choice([None, -3, 0, 2 ** 31 - 1]), rng.choice(floats),
+             rng.choice([None, "1.500", "-0.250", "0.000"]), rng.choice([None, True, False]),
+             rng.choice([None, "2020-02-29", "1970-01-01"]), rng.choice([None, [], ["a", None], ["b", "a"]]),
+             rng.choice([None, [1, 2], [None], []]), i) for i in range(400)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (s VARCHAR, i INTEGER, d DOUBLE, m DECIMAL(6, 3), f BOOLEAN, day DATE, l VARCHAR[],"
+                " n INTEGER[], id INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    spark.spark.createDataFrame(con.sql("SELECT * FROM t").to_arrow_table()).write.saveAsTable("t")
+    try:
+        orders = []
+        for seeded in (True, False):
+            ordered = {}
+            for name, engine in (("duckdb", DuckDBBackend(con)), ("spark", spark)):
+                sql = environment().from_string(
+                    "{% from 'lib/release_order.jinja' import in_release_order %}"
+                    "{{ in_release_order(('main', 't'), columns, seeded, 11) }}").render(
+                    seeded=seeded, columns=list(engine.columns("test", ("main", "t")).items()))
+                ordered[name] = [r[-1] for r in engine.rows("test: order", sql)]
+            assert ordered["duckdb"] == ordered["spark"], seeded
+            orders.append(ordered["duckdb"])
+        assert orders[0] != orders[1] and sorted(orders[0]) == list(range(400))
+    finally:
+        spark.spark.sql("DROP TABLE t")
+
+
 def _same(a, b, path: str = "") -> None:
     """Equal numbers, floats to 1e-9 relative: a sum of doubles depends on the order the engine
     adds them in (DuckDB's threads as much as Spark's partitions)."""
@@ -166,9 +201,6 @@ def _checks(checks) -> list[tuple]:
 # counterfeit_toy_intervals is audited on Spark below
 SPARK_RUNS = ["toy_fulldomain.toml", "lkc_toy.toml", "lkc_grown_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
               "disassociation_toy.toml", "disassociation_cba_toy.toml", "longitudinal_toy.toml"]
-# set-based methods: the release is a set-based computation with the job's seed, the same rows
-# on both engines
-SET_BASED = {"fulldomain", "lkc", "counterfeit"}
 # report and inspect compared on both engines (each method's report; about 10 s each on Spark)
 REPORTED = {"toy_fulldomain.toml", "lkc_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
             "disassociation_toy.toml", "longitudinal_toy.toml"}
@@ -204,12 +236,12 @@ def test_every_fixture_jobs_release_made_on_duckdb_verifies_identically_on_spark
 
 @pytest.mark.slow
 @pytest.mark.parametrize("job_file", SPARK_RUNS)
-def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_file):
+def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_file, tmp_path):
     """``anon_duck.run`` on a SparkSession: inputs read by Spark's reader, hierarchies, the
     method, the verifier gate and the staged publication all on Spark. The release, copied back
     to DuckDB, passes DuckDB's verifier with the same numbers (the reverse of the test above);
-    a set-based method publishes DuckDB's release as a multiset of rows (the published order is
-    a seeded shuffle on each engine, not the same one); report and inspect give the same
+    every method publishes the release DuckDB publishes for the same job and seed: the exports
+    are the same files, row for row in release order; report and inspect give the same
     numbers on both engines for this one release."""
     job = load_job(JOBS / job_file).with_release("on_spark_" + job_file.removesuffix(".toml"))
     if job_file == "disassociation_toy.toml":     # W1's itemsets mined in SQL (support >= 2), as on real data
@@ -224,12 +256,14 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
     assert _checks(anon_duck.verify(con, job)) == _checks(on_spark.checks)
     assert not spark.scratch_tables(("temp", "main", "_ad_"))          # the session's scratch is gone
     assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]  # and staging
-    if job.method in SET_BASED:
-        fresh = duckdb.connect()
-        made_here = anon_duck.run(fresh, job)
-        for table in made_here.tables:
-            assert sorted(map(tuple, spark.spark.table(f"`{table}`").collect()), key=repr) == \
-                sorted(fresh.execute(f'SELECT * FROM "{table}"').fetchall(), key=repr), table
+    fresh = duckdb.connect()
+    anon_duck.run(fresh, job)
+    files = {engine: anon_duck.export(c, job, tmp_path / f"{engine}.csv")
+             for engine, c in (("spark", spark.spark), ("duckdb", fresh))}
+    assert [f.name for f in files["spark"]] == [f.name for f in files["duckdb"]]
+    for on_spark_file, on_duckdb_file in zip(files["spark"], files["duckdb"]):
+        spark_text, duckdb_text = on_spark_file.read_text(), on_duckdb_file.read_text()
+        assert spark_text == duckdb_text, on_spark_file.name
     if job_file in REPORTED:
         _same(anon_duck.report(con, job), anon_duck.report(spark.spark, job))
         _same(anon_duck.inspect(con, job), anon_duck.inspect(spark.spark, job))

@@ -120,3 +120,14 @@ def test_a_shape_key_parses_once_and_still_records(monkeypatch):
         for shape in ("a", "a", "b", None, None):
             render("release/exists.sql.j2", shape=shape)
     assert len(rec) == 5 and len(parsed) == 4      # the second "a" is not parsed again
+
+
+def test_nested_recordings_each_keep_recording():
+    """Leaving an inner recording that saw what the outer one saw (equal lists) stops the inner
+    one only: the outer keeps recording."""
+    with recording() as outer:
+        with recording() as inner:
+            render("util/fingerprint.sql.j2", relation=("t",))
+        assert inner == outer
+        render("util/fingerprint.sql.j2", relation=("u",))
+    assert len(outer) == 2 and len(inner) == 1

@@ -122,7 +122,7 @@ def to_spark(sql: str) -> tuple[Action, ...]:
 
 
 def _statement(tree: exp.Expression) -> tuple[Action, ...]:
-    tree = tree.transform(_row_hash_order).transform(_adapt).transform(_spark_spelling)
+    tree = tree.transform(_adapt).transform(_spark_spelling)
     if isinstance(tree, exp.Create) and tree.kind == "TABLE" and isinstance(tree.this, exp.Table) \
             and tree.expression is not None:
         if tree.this.catalog == LOCAL_MARK:
@@ -159,9 +159,8 @@ LOCAL_MARK = "__ad_local__"
 
 
 def _adapt(node: exp.Expression) -> exp.Expression:
-    """On the syntax tree: scratch tables by their session-local name, DuckDB's default schema
-    ``main`` as the session's current database, and DuckDB's hash of a whole row
-    (``hash($seed, s)`` with ``s`` a table alias) as a hash of the row's struct."""
+    """On the syntax tree: scratch tables by their session-local name and DuckDB's default
+    schema ``main`` as the session's current database."""
     if isinstance(node, exp.Table) and _is_scratch(node):
         local = exp.Table(this=exp.to_identifier(node.name, quoted=True), catalog=exp.to_identifier(LOCAL_MARK))
         if node.alias:
@@ -172,33 +171,6 @@ def _adapt(node: exp.Expression) -> exp.Expression:
         node.set("db", None)
         return node
     return node
-
-
-def _row_hash_order(select: exp.Expression) -> exp.Expression:
-    """``... FROM t AS s ORDER BY hash($seed, s)`` (DuckDB hashes the row of alias ``s``: the
-    seeded shuffle of a published table) as ``SELECT * EXCEPT (o) FROM (SELECT ..., hash(:seed,
-    struct(s.*)) AS o FROM t AS s) ORDER BY o``: Spark allows ``*`` only in a projection."""
-    order = select.args.get("order") if isinstance(select, exp.Select) else None
-    if not order or len(order.expressions) != 1:
-        return select
-    key = order.expressions[0].this
-    if not (isinstance(key, exp.Anonymous) and str(key.this).lower() == "hash"):
-        return select
-    aliases = {t.alias_or_name for t in select.find_all(exp.Table)}
-    rows = [a for a in key.expressions if isinstance(a, exp.Column) and not a.table and a.name in aliases]
-    if not rows:
-        return select
-    hashed = exp.Anonymous(this=key.this, expressions=[
-        exp.Struct(expressions=[exp.Column(this=exp.Star(), table=a.this.copy())]) if a in rows else a.copy()
-        for a in key.expressions])
-    inner = select.copy()
-    inner.set("order", None)
-    inner = inner.select(exp.alias_(hashed, ROW_ORDER), append=True)
-    star = exp.Star(except_=[exp.column(ROW_ORDER)])
-    return exp.select(star).from_(inner.subquery("_ad_rows")).order_by(exp.column(ROW_ORDER))
-
-
-ROW_ORDER = "_ad_row_order"
 
 
 def _spark_spelling(node: exp.Expression) -> exp.Expression:

@@ -50,7 +50,7 @@ def _cached(name: str, n: int, template: str, **context: Any) -> tuple[Path, int
         path.parent.mkdir(parents=True, exist_ok=True)
         with duckdb.connect() as con:
             con.execute(render(template, target=("t",), **context), {"n": n, "seed": 42})
-            con.execute(render("release/export_file.sql.j2", source=("t",), format="parquet", path=str(path)))
+            con.execute(render("bench/write_parquet.sql.j2", source=("t",), path=str(path)))
     return path, n
 
 

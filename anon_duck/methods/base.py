@@ -24,12 +24,12 @@ Progress = Callable[[str, int, int], None]
 class ReleaseTable:
     """One table of a release. ``suffix`` names it (``<release>_<suffix>``); ``shuffle``
     says whether its rows are published in a seeded random order (every table whose row
-    order could leak the input order or link chunks must be shuffled)."""
+    order could leak the input order or link chunks must be shuffled) or sorted by its
+    columns, left to right (sql/lib/release_order.jinja)."""
 
     suffix: str
     staged: tuple[str, ...]
     shuffle: bool = True
-    order_by: Sequence[str] = ()
 
 
 @dataclass

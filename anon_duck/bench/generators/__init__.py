@@ -44,7 +44,7 @@ def write_dataset(out_dir: Path, persons: Mapping[str, np.ndarray], codes: Mappi
         backend = DuckDBBackend(con)
         for name, columns, path in (("persons", persons, out.persons), ("codes", codes, out.codes)):
             backend.write_table(name, columns)
-            con.execute(render("release/export_file.sql.j2", source=(name,), format="parquet", path=str(path)))
+            con.execute(render("bench/write_parquet.sql.j2", source=(name,), path=str(path)))
     return out
 
 

@@ -71,5 +71,5 @@ def stage(backend: Backend, job: Job, inputs: Inputs, state: State, result: PAIS
         columns["dc_after"] = np.array([s.dc_after for s in steps], dtype=np.int64)
     backend.write_table(TRACE, columns)
     return [ReleaseTable("release", RELEASE),
-            ReleaseTable("cut", CUT, shuffle=False, order_by=("attribute", "value")),
-            ReleaseTable("trace", TRACE, shuffle=False, order_by=("iteration",))]
+            ReleaseTable("cut", CUT, shuffle=False),      # sorted by attribute, value
+            ReleaseTable("trace", TRACE, shuffle=False)]  # sorted by iteration
