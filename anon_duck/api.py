@@ -33,7 +33,7 @@ from .errors import AnonDuckError, InputError, VerificationError
 from .inputs import Inputs, prepare
 from .job import Job
 from .methods import get_method
-from .methods.base import Progress
+from .methods.base import AnalystView, Progress
 from .scratch import drop_scratch, staging
 from .sqlrender import render
 from .verifiers import CheckResult
@@ -135,11 +135,29 @@ def run(con: Connection, job: Job, *, progress: Progress | None = None) -> RunRe
 
 
 def verify(con: Connection, job: Job) -> list[CheckResult]:
-    """Re-check a published release with the method's independent verifier."""
+    """Re-check a published release with the method's independent verifier, and check that its
+    analyst views exist and still show what their definitions do."""
     method = get_method(job.method)
     params = method.check_params(job)
     with _session(con, job) as backend:   # a verifier may re-read the inputs into scratch tables
-        return method.verify(backend, job, release_tables(backend, job), params)
+        return method.verify(backend, job, release_tables(backend, job), params) + [_check_views(backend, job)]
+
+
+def _check_views(backend: Backend, job: Job) -> CheckResult:
+    """analyst_views: every view the method publishes exists, and ``SELECT *`` of it equals its
+    definition over the release tables, row for row (a view replaced by hand, or one missing,
+    is a violation naming it)."""
+    violations = []
+    for view in _views(job):
+        name = view_name(job.release.name, view)
+        if not backend.table_exists(name):
+            violations.append({"view": name, "problem": "missing"})
+            continue
+        differ = int(backend.scalar(f"verify: view {name}", _view_sql(job, view, "mismatches")))
+        if differ:
+            violations.append({"view": name, "problem": f"{differ} row(s) differ from its definition"})
+    return CheckResult("analyst_views", not violations, len(violations), violations,
+                       {"views": [view_name(job.release.name, v) for v in _views(job)]})
 
 
 def report(con: Connection, job: Job) -> dict[str, Any]:
@@ -171,7 +189,8 @@ def export(con: Connection, job: Job, to: str | Path) -> list[Path]:
                          "or export to a new path")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     with _session(con, job) as engine:
-        names = [f"{job.release.name}_{s}" for s in release_tables(engine, job)] + [f"{job.release.name}_meta"]
+        names = [f"{job.release.name}_{s}" for s in release_tables(engine, job)] + [f"{job.release.name}_meta"] + \
+            [view_name(job.release.name, v) for v in _views(job)]   # views as tables
         order = _release_order(engine, job.release.name)
         with engine.local_copy(names) as backend:
             _write_export(backend, names, order, partial, target, fmt, is_db)
@@ -262,8 +281,8 @@ def release_tables(backend: Backend, job: Job) -> dict[str, tuple[str, ...]]:
     """suffix → qualified name of each published table, from ``<release>_meta``; refuses a
     release another method made (its verifier would read tables it does not know)."""
     meta = f"{job.release.name}_meta"
-    names = _previous_release(backend, job.release.name)
-    if names is None:
+    earlier = _previous_release(backend, job.release.name)
+    if earlier is None:
         raise InputError(f"release {job.release.name!r} is not in this database (no table {meta!r}); "
                          "run the job first")
     made_by = backend.scalar("release: method", render("release/meta_value.sql.j2", meta=("main", meta)),
@@ -272,15 +291,24 @@ def release_tables(backend: Backend, job: Job) -> dict[str, tuple[str, ...]]:
         raise InputError(f"release {job.release.name!r} was made by method {made_by!r}, not by this job's "
                          f"method.name = {job.method!r}")
     prefix = job.release.name + "_"
-    return {n[len(prefix):]: ("main", n) for n in names}
+    return {n[len(prefix):]: ("main", n) for n in earlier.tables}
 
 
-def _previous_release(backend: Backend, name: str) -> list[str] | None:
-    """The tables of an earlier run of release ``name``, or None if there was none.
+@dataclass(frozen=True)
+class _Earlier:
+    """What an earlier run of a release published: its tables and analyst views (meta aside)."""
+
+    tables: list[str]
+    views: list[str]
+
+
+def _previous_release(backend: Backend, name: str) -> _Earlier | None:
+    """The tables and views of an earlier run of release ``name``, or None if there was none.
 
     A ``<name>_meta`` table is trusted only if it has anon_duck's shape (key, value VARCHAR
-    with an ``anon_duck_version`` row) and lists only ``<name>_*`` tables: publishing drops
-    the tables it lists, so a user's table of that name must never steer what is dropped."""
+    with an ``anon_duck_version`` row) and lists only ``<name>_*`` tables (and views named
+    ``<name>`` or ``<name>_*``): publishing drops what it lists, so a user's table of that
+    name must never steer what is dropped."""
     meta = f"{name}_meta"
     if not backend.table_exists(meta):
         return None
@@ -288,12 +316,13 @@ def _previous_release(backend: Backend, name: str) -> list[str] | None:
     ours = list(columns.items()) == [("key", "VARCHAR"), ("value", "VARCHAR")] and backend.scalar(
         "release: meta version", render("release/meta_value.sql.j2", meta=("main", meta)),
         {"key": "anon_duck_version"}) is not None
-    tables = [r[0] for r in backend.rows("release: tables", render("release/meta_tables.sql.j2", meta=("main", meta), key="table"))] \
-        if ours else []
-    if not ours or any(not t.startswith(f"{name}_") or t == meta for t in tables):
+    listed = {key: [r[0] for r in backend.rows(f"release: {key} rows", render(
+        "release/meta_tables.sql.j2", meta=("main", meta), key=key))] if ours else [] for key in ("table", "view")}
+    if not ours or any(not t.startswith(f"{name}_") or t == meta for t in listed["table"]) or \
+            any(v != name and not v.startswith(f"{name}_") or v == meta for v in listed["view"]):
         raise InputError(f"table {meta!r} exists but was not written by anon_duck for release {name!r}; "
                          "choose another release.name")
-    return tables
+    return _Earlier(listed["table"], listed["view"])
 
 
 def _drop_staged(backend: Backend, names: Iterable[Sequence[str]]) -> None:
@@ -306,27 +335,59 @@ def _drop_staged(backend: Backend, names: Iterable[Sequence[str]]) -> None:
             pass
 
 
+def _views(job: Job) -> tuple[AnalystView, ...]:
+    """The analyst views of the job's method (none for a plugged-in method that declares none)."""
+    return tuple(getattr(get_method(job.method), "views", ()))
+
+
+def view_name(release: str, view: AnalystView) -> str:
+    """``<release>`` for the main analyst view, ``<release>_<suffix>`` for the others."""
+    return f"{release}_{view.suffix}" if view.suffix else release
+
+
+def _view_sql(job: Job, view: AnalystView, mode: str) -> str:
+    """An analyst view's statement: ``create`` it, or count its ``mismatches`` with its
+    definition. It reads the release tables by unqualified name (lib/analyst_view.jinja)."""
+    return render(view.template, mode=mode, target=("main", view_name(job.release.name, view)),
+                  tables=_TableNames(job.release.name), **view.context)
+
+
+class _TableNames(dict):
+    """suffix → ``(<release>_<suffix>,)`` for any suffix a view template names."""
+
+    def __init__(self, release: str) -> None:
+        super().__init__()
+        self.release = release
+
+    def __missing__(self, suffix: str) -> tuple[str]:
+        return (f"{self.release}_{suffix}",)
+
+
 def _publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult],
              facts: Mapping[str, Any]) -> list[str]:
     name = job.release.name
     meta = ("main", f"{name}_meta")
     published = [f"{name}_{t.suffix}" for t in tables]
+    views = _views(job)
+    view_names = [view_name(name, v) for v in views]
     meta_rows = [("method", job.method), ("seed", str(job.release.seed)), ("anon_duck_version", __version__),
                  ("params", json.dumps(dict(job.params), sort_keys=True, default=str)),
                  ("verified", json.dumps({c.name: c.passed for c in checks}, sort_keys=True)),
                  ("facts", json.dumps(dict(facts), sort_keys=True, default=str))] + \
                 [("table", t) for t in published] + \
-                [("sorted_table", f"{name}_{t.suffix}") for t in tables if not t.shuffle]
+                [("sorted_table", f"{name}_{t.suffix}") for t in tables if not t.shuffle] + \
+                [("view", v) for v in view_names]
     meta_rows.sort()    # the metadata table is published sorted, like every unseeded table
     staged = {table: staging(table) for table in published + [meta[1]]}
     try:
         with backend.transaction():
             earlier = _previous_release(backend, name)
-            previous = [] if earlier is None else earlier + [meta[1]]
-            for table in published:   # never overwrite a table that no earlier run of this release made
-                if table not in previous and backend.table_exists(table):
-                    raise InputError(f"release.name = {name!r} would overwrite table {table!r}, which is not part "
-                                     "of an earlier release of that name; choose another release name")
+            previous = [] if earlier is None else earlier.tables + [meta[1]]
+            previous_views = [] if earlier is None else earlier.views
+            for table in published + view_names:   # never overwrite what no earlier run of this release made
+                if table not in previous + previous_views and backend.table_exists(table):
+                    raise InputError(f"release.name = {name!r} would overwrite table {table!r}, which is not "
+                                     "part of an earlier release of that name; choose another release name")
             # 1. write every table under its staging name: the previous release is still whole
             for t in tables:
                 target = f"{name}_{t.suffix}"
@@ -336,10 +397,15 @@ def _publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult]
                                    columns=columns, seeded=t.shuffle, seed=job.release.seed))
             backend.write_table(staged[meta[1]], {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
             # 2. swap: drop the previous release, move the staged tables into place
+            for old in previous_views:
+                backend.run(f"publish: drop view {old}", render("release/drop_view.sql.j2", target=("main", old)))
             for old in previous:
                 backend.run(f"publish: drop {old}", render("release/drop_table.sql.j2", target=("main", old)))
             for table, source in staged.items():
                 backend.run(f"publish: rename {table}", render("release/rename_table.sql.j2", source=source, name=table))
+            # 3. the analyst views over the published tables (docs/analyst.md)
+            for view in views:
+                backend.run(f"publish: view {view_name(name, view)}", _view_sql(job, view, "create"))
     except BaseException:
         _drop_staged(backend, staged.values())
         raise

@@ -41,10 +41,12 @@ def table_fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> tuple:
 
 
 def user_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """Every table this connection sees: the database's and its own TEMP tables (where a run
-    keeps its scratch), so "nothing left behind" checks can see leftover scratch."""
+    """Every table and view this connection sees: the database's and its own TEMP tables (where
+    a run keeps its scratch), so "nothing left behind" checks can see leftover scratch."""
     return {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name IN (current_database(), 'temp')").fetchall()}
+        "SELECT table_name FROM duckdb_tables() WHERE database_name IN (current_database(), 'temp') UNION ALL "
+        "SELECT view_name FROM duckdb_views() WHERE database_name IN (current_database(), 'temp') AND NOT internal"
+    ).fetchall()}
 
 
 @pytest.fixture

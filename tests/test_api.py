@@ -44,7 +44,7 @@ def test_run_publishes_a_verified_release_without_ids(con, job_file):
     assert {"age", "age__lo", "age__hi", "sex", "zip", "disease"} == set(cols)
     sizes = con.execute("SELECT count(*) FROM toy_k2_release GROUP BY age, sex, zip").fetchall()
     assert min(s[0] for s in sizes) >= 2
-    assert user_tables(con) == {"patients", "toy_k2_release", "toy_k2_meta"}   # no scratch left behind
+    assert user_tables(con) == {"patients", "toy_k2_release", "toy_k2_meta", "toy_k2"}   # no scratch left behind
     meta = dict(con.execute("SELECT key, value FROM toy_k2_meta WHERE key <> 'table'").fetchall())
     assert meta["method"] == "fulldomain" and meta["seed"] == "1" and meta["anon_duck_version"] == anon_duck.__version__
     assert '"k_anonymity": true' in meta["verified"]
@@ -119,8 +119,8 @@ def test_two_releases_do_not_interfere(con, job_file):
     anon_duck.run(con, job)
     anon_duck.run(con, job.with_release("toy_other").with_params(k=3))
     assert {"toy_k2_release", "toy_other_release"} <= user_tables(con)
-    assert [c.passed for c in anon_duck.verify(con, job)] == [True]
-    assert [c.passed for c in anon_duck.verify(con, job.with_release("toy_other").with_params(k=3))] == [True]
+    assert [(c.name, c.passed) for c in anon_duck.verify(con, job)] == [("k_anonymity", True), ("analyst_views", True)]
+    assert all(c.passed for c in anon_duck.verify(con, job.with_release("toy_other").with_params(k=3)))
 
 
 def test_verifier_gate_blocks_publication(con, job_file, monkeypatch):
@@ -150,7 +150,7 @@ def test_failure_while_publishing_leaves_the_old_release(con, job_file, monkeypa
     with pytest.raises(type(failure)):
         anon_duck.run(con, job.with_params(k=3))
     assert table_fingerprint(con, "toy_k2_release") == old
-    assert user_tables(con) == {"toy_k2_release", "toy_k2_meta"}
+    assert user_tables(con) == {"toy_k2_release", "toy_k2_meta", "toy_k2"}
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp'").fetchone()[0] == 0
 
 
@@ -159,12 +159,12 @@ def test_export_writes_only_release_tables(con, job_file, tmp_path):
     _load_toy(con)
     anon_duck.run(con, job)
     files = anon_duck.export(con, job, tmp_path / "out")
-    assert sorted(p.name for p in files) == ["toy_k2_meta.parquet", "toy_k2_release.parquet"]
+    assert sorted(p.name for p in files) == ["toy_k2.parquet", "toy_k2_meta.parquet", "toy_k2_release.parquet"]
     cols = [r[0] for r in duckdb.sql(f"DESCRIBE SELECT * FROM '{files[0]}'").fetchall()]
     assert "pid" not in cols and "name" not in cols
     db = anon_duck.export(con, job, tmp_path / "rel.duckdb")[0]
     with duckdb.connect(str(db)) as out:
-        assert {r[0] for r in out.execute("SHOW TABLES").fetchall()} == {"toy_k2_release", "toy_k2_meta"}
+        assert {r[0] for r in out.execute("SHOW TABLES").fetchall()} == {"toy_k2_release", "toy_k2_meta", "toy_k2"}
     csv = anon_duck.export(con, job, tmp_path / "csv_out.csv")
     assert all(p.suffix == ".csv" and p.parent.name == "csv_out.csv" and p.exists() for p in csv)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["csv_out.csv", "out", "rel.duckdb"]   # no partial left
@@ -282,7 +282,7 @@ def test_hostile_identifiers_are_data_not_sql(con, job_file, name):
     result = anon_duck.run(con, job)
     assert result.verified
     assert name in [r[0] for r in con.execute("DESCRIBE toy_k2_release").fetchall()]
-    assert [c.passed for c in anon_duck.verify(con, job)] == [True]
+    assert [c.passed for c in anon_duck.verify(con, job)] == [True, True]
     assert con.execute(f"SELECT count(*) FROM {ident(name)}").fetchone()[0] == 12
 
 

@@ -39,7 +39,8 @@ def test_release_hygiene(path, tmp_path):
         if src:
             assert table_fingerprint(con, src) == before
         published = {f"{job.release.name}_{t}" for t in anon_duck.api.release_tables(
-            anon_duck.api.backend_for(con, job), job)} | {f"{job.release.name}_meta"}
+            anon_duck.api.backend_for(con, job), job)} | {f"{job.release.name}_meta"} | \
+            {anon_duck.api.view_name(job.release.name, v) for v in anon_duck.api._views(job)}   # analyst views
         assert user_tables(con) - {"src"} == published            # nothing else, no scratch
         forbidden = {c for c in (job.dataset.id, *job.dataset.drop) if c}
         for table in published - {f"{job.release.name}_meta"}:

@@ -11,7 +11,8 @@ import duckdb
 import pytest
 
 import anon_duck
-from anon_duck.api import release_tables
+from anon_duck.api import _view_sql, release_tables
+from anon_duck.methods import get_method
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.backend.spark import Action, to_spark
 from anon_duck.demo import DEMO_JOBS
@@ -228,6 +229,8 @@ def test_every_fixture_jobs_release_made_on_duckdb_verifies_identically_on_spark
     for name in [f"{job.release.name}_{s}" for s in release_tables(DuckDBBackend(con), job)] + \
             [f"{job.release.name}_meta"]:
         _copy(con, spark, name)
+    for view in get_method(job.method).views:        # the analyst views, defined over the copies
+        spark.run("test: view", _view_sql(job, view, "create"))
     on_spark = anon_duck.verify(spark.spark, job)
     assert _checks(on_duckdb) == _checks(on_spark)
     assert on_spark and all(c.passed for c in on_spark)
@@ -253,7 +256,12 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
         con.register("arrow", spark.spark.table(f"`{table}`").toArrow())
         con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM arrow')
         con.unregister("arrow")
-    assert _checks(anon_duck.verify(con, job)) == _checks(on_spark.checks)
+    for view in get_method(job.method).views:
+        con.execute(_view_sql(job, view, "create"))
+    checked = anon_duck.verify(con, job)
+    assert _checks(checked[:-1]) == _checks(on_spark.checks)
+    assert _checks(checked[-1:]) == _checks(anon_duck.verify(spark.spark, job)[-1:])      # analyst_views
+    assert checked[-1].name == "analyst_views" and checked[-1].passed
     assert not spark.scratch_tables(("temp", "main", "_ad_"))          # the session's scratch is gone
     assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]  # and staging
     fresh = duckdb.connect()

@@ -32,6 +32,24 @@ class ReleaseTable:
     shuffle: bool = True
 
 
+@dataclass(frozen=True)
+class AnalystView:
+    """A view published beside the release tables, in the same transaction, in the shape an
+    analyst queries: ``<release>`` (``suffix`` empty) or ``<release>_<suffix>``. ``template``
+    (under sql/views/) defines it over the release's own tables only (context ``tables``:
+    suffix → table name) and renders both the view and its check (lib/analyst_view.jinja)."""
+
+    suffix: str
+    template: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+def release_view(suffix: str) -> tuple[AnalystView, ...]:
+    """The one analyst view of a method whose table ``<release>_<suffix>`` has the analysis
+    shape already: ``<release>`` shows it."""
+    return (AnalystView("", "views/table.sql.j2", {"source": suffix}),)
+
+
 @dataclass
 class Staged:
     """What ``anonymize`` produced: staged release tables plus facts for the metadata table."""
@@ -43,6 +61,8 @@ class Staged:
 class Method(Protocol):
     name: str
     summary: str
+    views: tuple[AnalystView, ...]
+    """The analyst views every release of the method publishes (docs/analyst.md)."""
 
     def check_params(self, job: Job) -> Any:
         """Validate ``job.params`` (raise :class:`JobError` naming ``method.<key>``) and the

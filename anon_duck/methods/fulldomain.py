@@ -30,7 +30,7 @@ from ..job import Job
 from ..scratch import scratch
 from ..sqlrender import render
 from ..verifiers import CheckResult, k_anonymity
-from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
+from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, release_view, require_roles
 from .lattice import bottom_up, children
 from .reporting import generalized_report
 
@@ -55,6 +55,7 @@ class LatticeResult:
 class FullDomain:
     name = "fulldomain"
     summary = "full-domain generalization k-anonymity, minimum-LM lattice node (baseline of seed 002)"
+    views = release_view("release")
 
     def check_params(self, job: Job) -> FullDomainParams:
         require_roles(job, qis=True, hierarchies=True)

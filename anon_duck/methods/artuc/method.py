@@ -22,7 +22,7 @@ from ...job import Job
 from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers import artuc as verify_artuc
-from ..base import Progress, ReleaseTable, Staged, check_k
+from ..base import AnalystView, Progress, ReleaseTable, Staged, check_k
 from . import constraints as uc
 from .algorithm import ArtUC, Outcome
 from .params import ArtUCParams, check_artuc_params
@@ -36,6 +36,7 @@ _RESERVED = ("record", "class", "codes")
 class ArtUCMethod:
     name = "artuc"
     summary = "(k, k^m)-anonymity of demographics + diagnosis codes under utility constraints (ArtUC, seed 000)"
+    views = (AnalystView("", "views/artuc_records.sql.j2"), AnalystView("codes", "views/artuc_codes.sql.j2"))
     variant = "artuc"
 
     def check_params(self, job: Job) -> ArtUCParams:

@@ -27,7 +27,7 @@ from ...job import Job
 from ...scratch import scratch
 from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit, completeness
-from ..base import Progress, Staged, check_k
+from ..base import AnalystView, Progress, Staged, check_k
 from .chunks import cluster_masks, refine, vertical_partitioning
 from .encoding import Records, encode
 from .horpart import horpart, merge_small
@@ -66,6 +66,8 @@ def disassociate(rec: Records, policy: Policy, params: DisParams, progress: Prog
 class Disassociation:
     name = "disassociation"
     summary = "disassociation of set-valued codes into k^m-anonymous chunks (seed 001: HORPART, VERPART, REFINE)"
+    views = (AnalystView("", "views/disassociation_records.sql.j2"),
+             AnalystView("terms", "views/disassociation_terms.sql.j2"))
 
     def check_params(self, job: Job) -> DisParams:
         return check_params(job)

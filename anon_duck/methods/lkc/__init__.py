@@ -22,7 +22,7 @@ from ...inputs import Inputs
 from ...job import Job
 from ...verifiers import CheckResult, lkc_privacy
 from ...verifiers.lkc import interval_cut, release_columns
-from ..base import Progress, Staged
+from ..base import Progress, Staged, release_view
 from . import measures, release
 from .pais import pais
 from .params import LKCParams, check
@@ -32,6 +32,7 @@ from .state import State
 class LKC:
     name = "lkc"
     summary = "LKC-privacy by top-down specialization (PAIS, seed 003): classification or discernibility score"
+    views = release_view("release")
 
     def check_params(self, job: Job) -> LKCParams:
         return check(job)

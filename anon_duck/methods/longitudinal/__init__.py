@@ -22,7 +22,7 @@ from ...inputs import Inputs
 from ...job import Job
 from ...verifiers import CheckResult
 from ...verifiers.longitudinal import verify_release
-from ..base import Progress, ReleaseTable, Staged, check_k
+from ..base import Progress, ReleaseTable, Staged, check_k, release_view
 from .load import load
 from .mdav import Pool, mdav
 from .measures import longitudinal_report
@@ -35,6 +35,7 @@ RESERVED = ("release_id", "trajectory", "n_pairs")
 class Longitudinal:
     name = "longitudinal"
     summary = "k-anonymity of (ICD, age) trajectories: A-GS alignment + MDAV' clustering (seed 004)"
+    views = release_view("events")       # one row per published record and position
 
     def check_params(self, job: Job) -> LongitudinalParams:
         params = check_params(job)
