@@ -175,8 +175,10 @@ def export(con: Connection, job: Job, to: str | Path) -> list[Path]:
     """Write only the release tables and return the files written. ``to`` is what is created,
     and its suffix (any case) picks the format: a new folder of Parquet files (``release/`` or
     ``release.parquet``), a new folder of CSV files (``release.csv``), or a new DuckDB file
-    (``release.duckdb``/``.db``). Never source tables, ids or dropped columns: only tables the
-    release's metadata lists, which the publisher built from the staged release.
+    (``release.duckdb``/``.db``). Never source tables, ids or dropped columns: only the tables
+    and analyst views the release's metadata lists, which the publisher built from the staged
+    release; every table in release order (sql/lib/release_order.jinja), the same files from
+    every engine.
 
     All or nothing, and never over an earlier export: everything is written into a hidden
     sibling that is renamed into place at the end, and removed if anything fails."""
@@ -190,7 +192,7 @@ def export(con: Connection, job: Job, to: str | Path) -> list[Path]:
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     with _session(con, job) as engine:
         names = [f"{job.release.name}_{s}" for s in release_tables(engine, job)] + [f"{job.release.name}_meta"] + \
-            [view_name(job.release.name, v) for v in _views(job)]   # views as tables
+            _previous_release(engine, job.release.name).views      # the analyst views, as tables
         order = _release_order(engine, job.release.name)
         with engine.local_copy(names) as backend:
             _write_export(backend, names, order, partial, target, fmt, is_db)
