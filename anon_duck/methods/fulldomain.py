@@ -7,6 +7,15 @@ monotone along lattice edges, so a node with a k-anonymous child is k-anonymous 
 check and is never minimal. Among the minimal k-anonymous nodes the one with the lowest loss
 metric LM wins (ties: lowest height, then lexicographic level vector).
 
+Record suppression (ARX's suppression limit): with ``suppression_limit = s`` a node is
+acceptable when the records in its classes smaller than k number at most ``floor(s * n)``;
+those records are left out of the release. Generalizing further only merges classes, so the
+records in small classes can only decrease along a lattice edge: acceptability stays
+monotone. A suppressed record counts as fully generalized (LM 1 on every QI, as in ARX), so a
+node that suppresses much cannot win on LM for free; LM is then no longer monotone, so the
+search checks every node and publishes the acceptable node with the least LM. ``s = 0`` (the
+default) is the plain search.
+
 LM of a record on attribute A (Iyengar 2002, as seed 002 §2.9.1 uses it):
 ``(n_leaves(node) - 1) / (n_leaves(root) - 1)``; LM of the table is the mean over records
 and attributes. It is additive over attributes, so each node's LM is a sum of per-level
@@ -25,21 +34,24 @@ import numpy as np
 from ..backend.base import Backend
 from ..columns import bounds
 from ..hierarchy import LEVELS, NODES
-from ..inputs import Inputs
+from ..inputs import Inputs, prepare
 from ..job import Job
 from ..scratch import scratch
 from ..sqlrender import render
-from ..verifiers import CheckResult, k_anonymity
+from ..verifiers import CheckResult, k_anonymity, suppression
 from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, release_view, require_roles
 from .lattice import bottom_up, children
 from .reporting import generalized_report
 
-PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),)
+PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),
+          Param("suppression_limit", float, default=0.0, lo=0.0, hi=1.0,
+                doc="largest share of records that may be left out (ARX's suppression limit)"))
 
 
 @dataclass(frozen=True)
 class FullDomainParams:
     k: int
+    suppression_limit: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,7 @@ class LatticeResult:
     n_classes: int
     nodes_checked: int
     nodes_total: int
+    suppressed: int = 0
 
 
 class FullDomain:
@@ -69,17 +82,20 @@ class FullDomain:
                              render("fulldomain/frequency_set.sql.j2", relation=inputs.person,
                                     qis=[q.column for q in qis]))
         maps = [_level_map(backend, q.hierarchy, freq[f"q{i}"]) for i, q in enumerate(qis)]
-        best = search(freq["cnt"].astype(np.int64), maps, params.k, progress)
+        best = search(freq["cnt"].astype(np.int64), maps, params.k, progress,
+                      budget=suppression_budget(params.suppression_limit, inputs.n_rows))
         target = scratch("fd_release")
         passthrough = [c for c in (job.dataset.sensitive, job.dataset.class_, *job.dataset.keep) if c]
         backend.run("fulldomain: release", render(
             "fulldomain/release.sql.j2", target=target, relation=inputs.person, level_table=LEVELS,
-            node_table=NODES, passthrough=passthrough,
+            node_table=NODES, passthrough=passthrough, k=params.k if best.suppressed else None,
             qis=[{"column": q.column, "hierarchy": q.hierarchy, "level": lvl, "numeric": q.kind == "numeric"}
                  for q, lvl in zip(qis, best.levels)]))
         facts = {"levels": dict(zip((q.column for q in qis), best.levels)), "lm": best.lm,
                  "min_class": best.min_class, "classes": best.n_classes,
                  "nodes_checked": best.nodes_checked, "lattice_size": best.nodes_total}
+        if params.suppression_limit:
+            facts["suppressed"] = best.suppressed
         return Staged([ReleaseTable("release", target)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
@@ -88,11 +104,23 @@ class FullDomain:
         # can tell apart, so the verifier groups on all three.
         qis = [c for q in job.dataset.qis
                for c in ((q.column, *bounds(q.column)) if q.kind == "numeric" else (q.column,))]
-        return [k_anonymity(backend, relation=tables["release"], qis=qis, k=params.k)]
+        checks = [k_anonymity(backend, relation=tables["release"], qis=qis, k=params.k)]
+        if params.suppression_limit:
+            person = scratch("input")   # the prepared input during a run; re-read for anon-duck verify
+            if not backend.scratch_exists(person):
+                person = prepare(backend, job).person
+            checks.append(suppression(backend, relation=tables["release"], original=person,
+                                      limit=params.suppression_limit))
+        return checks
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: FullDomainParams) -> dict[str, Any]:
-        return generalized_report(backend, job, inputs, tables["release"], k=params.k)
+        out = generalized_report(backend, job, inputs, tables["release"], k=params.k)
+        if params.suppression_limit:
+            released = int(backend.scalar("report: released rows", render(
+                "disassociation/count_rows.sql.j2", relation=tables["release"])))
+            out["suppressed"] = inputs.n_rows - released
+        return out
 
 
 @dataclass(frozen=True)
@@ -118,9 +146,20 @@ def _level_map(backend: Backend, hierarchy: str | None, values: np.ndarray) -> _
     return _LevelMap(node_by[:, leaf_pos].astype(np.int64), lm[:, leaf_pos])
 
 
-def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress) -> LatticeResult:
-    """Bottom-up lattice walk with predictive tagging (a node above a k-anonymous node is
-    k-anonymous and not minimal); returns the minimal k-anonymous node with the least LM."""
+def suppression_budget(limit: float, n_rows: int) -> int:
+    """How many records a node may leave out: ``floor(limit * n_rows)`` (ARX's rule)."""
+    return int(np.floor(limit * n_rows + 1e-9))
+
+
+def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress, *, budget: int = 0) -> LatticeResult:
+    """Bottom-up lattice walk with predictive tagging (a node above an acceptable node is
+    acceptable and not minimal); returns the minimal acceptable node with the least LM. A node
+    is acceptable when the records in its classes smaller than ``k`` (which would be
+    suppressed) number at most ``budget``; with budget 0, when it is k-anonymous.
+
+    With a budget, LM is no longer monotone along the lattice (a parent may keep records its
+    child suppresses, at LM below 1), so every node is checked and the acceptable node with
+    the least LM wins, as ARX's optimum does."""
     heights = [m.node_ids.shape[0] - 1 for m in maps]
     n_total = int(cnt.sum())
     lm_level = [(m.lm_terms * cnt).sum(axis=1) / n_total for m in maps]
@@ -131,29 +170,44 @@ def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress) -
     for i, node in enumerate(nodes):
         if i % 256 == 0:
             progress("lattice", i, len(nodes))
-        if any(c in anonymous for c in children(node)):
+        if not budget and any(c in anonymous for c in children(node)):
             anonymous.add(node)
             continue
         checked += 1
-        sizes = _class_sizes(cnt, maps, node)
-        if sizes.min() >= k:
+        key = _class_keys(maps, node)
+        sizes = np.bincount(key, weights=cnt).astype(np.int64)
+        small = sizes < k
+        suppressed = int(sizes[small].sum())
+        if suppressed <= budget:
             anonymous.add(node)
-            lm = float(np.mean([lm_level[j][lvl] for j, lvl in enumerate(node)]))
-            minimal.append((lm, sum(node), node, int(sizes.min()), int(sizes.size)))
+            if suppressed:     # a suppressed record is fully generalized: LM 1 on every QI
+                kept = cnt * ~small[key]
+                lm = float(np.mean([((m.lm_terms[lvl] * kept).sum() + suppressed) / n_total
+                                    for m, lvl in zip(maps, node)]))
+            else:
+                lm = float(np.mean([lm_level[j][lvl] for j, lvl in enumerate(node)]))
+            published = sizes[~small]
+            minimal.append((lm, sum(node), node, int(published.min(initial=n_total)) if published.size else 0,
+                            int(published.size), suppressed))
     progress("lattice", len(nodes), len(nodes))
     assert minimal, "the top node puts every row in one class, and check_k ensured k <= rows"
-    lm, _, node, min_class, n_classes = min(minimal)
-    return LatticeResult(node, lm, min_class, n_classes, checked, len(nodes))
+    lm, _, node, min_class, n_classes, suppressed = min(minimal)
+    return LatticeResult(node, lm, min_class, n_classes, checked, len(nodes), suppressed)
 
 
 def _class_sizes(cnt: np.ndarray, maps: list[_LevelMap], node: tuple[int, ...]) -> np.ndarray:
     """Sizes of the equivalence classes at ``node``: roll the frequency set up to the node."""
-    key = np.zeros(cnt.size, dtype=np.int64)
+    return np.bincount(_class_keys(maps, node), weights=cnt).astype(np.int64)
+
+
+def _class_keys(maps: list[_LevelMap], node: tuple[int, ...]) -> np.ndarray:
+    """The equivalence class (a dense id) of each frequency-set row at ``node``."""
+    key = np.zeros(maps[0].node_ids.shape[1], dtype=np.int64)
     for m, lvl in zip(maps, node):
         ids = m.node_ids[lvl]
         # re-densify after each attribute so the combined key never overflows int64
         _, key = np.unique(key * (int(ids.max()) + 1) + ids, return_inverse=True)
-    return np.bincount(key, weights=cnt).astype(np.int64)
+    return key
 
 
 METHOD = FullDomain()

@@ -7,7 +7,7 @@ utility constraints, ...). None of them imports a method: an anonymizer bug must
 here as violating rows, not be repeated.
 """
 from .models import (CheckResult, k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_groups,
-                     lkc_privacy, lkc_subsets)
+                     lkc_privacy, lkc_subsets, suppression)
 
 __all__ = ["CheckResult", "k_anonymity", "l_diversity", "km_anonymity", "kkm_anonymity", "lkc_privacy",
-           "lkc_groups", "lkc_subsets"]
+           "lkc_groups", "lkc_subsets", "suppression"]

@@ -81,6 +81,23 @@ def k_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], k: 
     return _result(name, rows, violations, limit, {**summary, "k": int(k)})
 
 
+def suppression(backend: Backend, *, relation: Relation, original: Relation, limit: float) -> CheckResult:
+    """Record suppression within its limit: the release leaves out at most
+    ``floor(limit * n)`` of the ``n`` input records (ARX's suppression limit), and never adds
+    one. One violation ``{"n_input", "n_release", "suppressed", "allowed"}`` when it does not
+    hold. ``detail``: the same numbers and the limit."""
+    name = "suppression"
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
+        raise InputError(f"{name}: limit must be a share of records in [0, 1]; got {limit!r}")
+    n_input, n_release = backend.rows(f"verify {name}", render("verify/suppressed_rows.sql.j2", relation=relation,
+                                                               original=original))[0]
+    allowed = int(math.floor(limit * int(n_input) + 1e-9))
+    detail = {"n_input": int(n_input), "n_release": int(n_release), "suppressed": int(n_input) - int(n_release),
+              "allowed": allowed}
+    ok = 0 <= detail["suppressed"] <= allowed
+    return CheckResult(name, ok, 0 if ok else 1, [] if ok else [dict(detail)], {**detail, "limit": float(limit)})
+
+
 def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sensitive: str, l: int,
                 limit: int = 20) -> CheckResult:
     """Distinct l-diversity: every equivalence class holds at least ``l`` distinct values of

@@ -1,0 +1,174 @@
+"""Record suppression in the full-domain search (ARX's suppression limit, issue #21 item 4):
+the chosen node is the least-LM node among those that leave out at most floor(s * n) records
+(brute force over the whole lattice), the release leaves exactly those records out, and the
+verifier checks the limit on its own."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import duckdb
+import numpy as np
+import pytest
+
+import anon_duck
+from anon_duck.backend import DuckDBBackend
+from anon_duck.errors import JobError, VerificationError
+from anon_duck.inputs import prepare
+from anon_duck.job import parse_job
+from anon_duck.methods import fulldomain
+from anon_duck.sqlrender import render
+
+
+def _lattice_brute_force(job, k: int, limit: float) -> tuple[float, int]:
+    """(LM, suppressed) of the best acceptable node, over every node of the lattice: a node
+    suppresses the records of its classes smaller than k, each counted with LM 1 per QI."""
+    con = duckdb.connect()
+    b = DuckDBBackend(con)
+    inputs = prepare(b, job)
+    qis = [q.column for q in job.dataset.qis]
+    freq = b.fetch("t", render("fulldomain/frequency_set.sql.j2", relation=inputs.person, qis=qis))
+    maps = [fulldomain._level_map(b, q.hierarchy, freq[f"q{i}"]) for i, q in enumerate(job.dataset.qis)]
+    cnt = freq["cnt"].astype(np.int64)
+    n = int(cnt.sum())
+    budget = math.floor(limit * n)
+    best = None
+    for node in itertools.product(*(range(m.node_ids.shape[0]) for m in maps)):
+        classes: dict[tuple, int] = {}
+        keys = [tuple(int(m.node_ids[lvl][row]) for m, lvl in zip(maps, node)) for row in range(cnt.size)]
+        for key, c in zip(keys, cnt):
+            classes[key] = classes.get(key, 0) + int(c)
+        small = np.array([classes[key] < k for key in keys])
+        suppressed = int(cnt[small].sum())
+        if suppressed > budget:
+            continue
+        lm = np.mean([((m.lm_terms[lvl] * cnt * ~small).sum() + suppressed) / n for m, lvl in zip(maps, node)])
+        if best is None or (lm, sum(node), node) < best[:3]:
+            best = (lm, sum(node), node, suppressed)
+    con.close()
+    assert best is not None
+    return best[0], best[3]
+
+
+@pytest.mark.parametrize("k,limit", [(2, 0.0), (2, 0.1), (3, 0.25), (4, 0.34)])
+def test_search_finds_the_least_lm_node_within_the_limit(job_file, k, limit):
+    job = job_file("toy_fulldomain.toml").with_params(k=k, suppression_limit=limit)
+    con = duckdb.connect()
+    result = anon_duck.run(con, job)
+    lm, suppressed = _lattice_brute_force(job, k, limit)
+    assert result.facts["lm"] == pytest.approx(lm)
+    assert result.facts.get("suppressed", 0) == suppressed
+    released = con.execute("SELECT count(*) FROM toy_k2_release").fetchone()[0]
+    assert released == 12 - suppressed
+    smallest = con.execute("SELECT min(c) FROM (SELECT count(*) c FROM toy_k2_release GROUP BY ALL)").fetchone()[0]
+    assert smallest >= k
+
+
+def test_random_tables_match_brute_force(tmp_path):
+    """Random 40-row tables over two interval QIs and one flat categorical QI."""
+    rng = np.random.default_rng(5)
+    for trial in range(4):
+        path = tmp_path / f"t{trial}.csv"
+        ages = rng.integers(20, 60, 40)
+        zips = rng.integers(100, 108, 40)
+        sexes = rng.choice(["F", "M"], 40)
+        path.write_text("pid,age,zip,sex\n" + "".join(f"{i},{a},{z},{s}\n" for i, (a, z, s) in
+                                                    enumerate(zip(ages, zips, sexes))))
+        job = parse_job(f"""
+[input]
+path = "{path}"
+id = "pid"
+[[input.qi]]
+column = "age"
+kind = "numeric"
+hierarchy = "age"
+[[input.qi]]
+column = "zip"
+kind = "numeric"
+hierarchy = "zip"
+[[input.qi]]
+column = "sex"
+hierarchy = "sex"
+[hierarchy.age]
+type = "interval"
+width = 5
+dyadic = true
+lo = 20
+hi = 59
+[hierarchy.zip]
+type = "interval"
+width = 2
+dyadic = true
+lo = 100
+hi = 107
+[hierarchy.sex]
+type = "mask"
+[method]
+name = "fulldomain"
+k = 3
+suppression_limit = 0.1
+[release]
+name = "r"
+""")
+        result = anon_duck.run(duckdb.connect(), job)
+        lm, suppressed = _lattice_brute_force(job, 3, 0.1)
+        assert (result.facts["lm"], result.facts["suppressed"]) == (pytest.approx(lm), suppressed)
+
+
+def test_adult_few_percent_suppressed_gives_a_far_less_general_node(job_file):
+    """UCI Adult at k = 10: without suppression age and education go to their roots (ARX's
+    hierarchies: level 4 and 3); with 2% of the records left out, age keeps 20-year bands and
+    education its level-1 groups, and LM drops by more than half."""
+    job = job_file("adult_fulldomain.toml")
+    con = duckdb.connect()
+    plain = anon_duck.run(con, job).facts
+    suppressed = anon_duck.run(con, job.with_params(suppression_limit=0.02))
+    facts = suppressed.facts
+    assert plain["levels"] == {"age": 4, "sex": 0, "race": 0, "marital_status": 1, "education": 3}
+    assert facts["levels"] == {"age": 3, "sex": 0, "race": 0, "marital_status": 1, "education": 1}
+    assert facts["lm"] < plain["lm"] / 2
+    assert 0 < facts["suppressed"] <= math.floor(0.02 * 30162)
+    check = {c.name: c for c in suppressed.checks}["suppression"]
+    assert check.passed and check.detail["n_release"] == 30162 - facts["suppressed"]
+    report = anon_duck.report(con, job.with_params(suppression_limit=0.02))
+    assert report["suppressed"] == facts["suppressed"]
+    assert all(c.passed for c in anon_duck.verify(con, job.with_params(suppression_limit=0.02)))
+
+
+def test_verifier_refuses_a_release_over_the_limit(job_file):
+    """Delete released records beyond the limit: the release stays k-anonymous, but the
+    suppression check fails (it counts the input again, not the anonymizer's facts)."""
+    job = job_file("toy_fulldomain.toml").with_params(suppression_limit=0.1)   # floor(1.2) = 1 record
+    con = duckdb.connect()
+    anon_duck.run(con, job)
+    con.execute("DELETE FROM toy_k2_release WHERE age = '[20-29]'")
+    check = {c.name: c for c in anon_duck.verify(con, job)}["suppression"]
+    assert not check.passed and check.violations[0]["allowed"] == 1 and check.violations[0]["suppressed"] == 4
+
+
+def test_verifier_gate_stops_a_search_that_ignores_the_limit(job_file, monkeypatch):
+    """An anonymizer bug that suppresses more than allowed is caught before publication."""
+    job = job_file("toy_fulldomain.toml").with_params(k=4, suppression_limit=0.1)
+    bottom = fulldomain.LatticeResult((0, 0, 0), 0.0, 4, 1, 1, 1, suppressed=8)   # 8 > floor(0.1 * 12)
+    monkeypatch.setattr(fulldomain, "search", lambda *args, **kwargs: bottom)
+    con = duckdb.connect()
+    with pytest.raises(VerificationError, match="suppression: 1 violation"):
+        anon_duck.run(con, job)
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "lots", True])
+def test_bad_limit_names_the_key(job_file, bad):
+    with pytest.raises(JobError, match="method.suppression_limit"):
+        anon_duck.run(duckdb.connect(), job_file("toy_fulldomain.toml").with_params(suppression_limit=bad))
+
+
+def test_default_is_no_suppression(job_file):
+    """Without the key the release and its facts are today's: every record, no suppression check."""
+    con = duckdb.connect()
+    result = anon_duck.run(con, job_file("toy_fulldomain.toml"))
+    assert "suppressed" not in result.facts and [c.name for c in result.checks] == ["k_anonymity"]
+    assert con.execute("SELECT count(*) FROM toy_k2_release").fetchone()[0] == 12
+    assert dataclasses.asdict(fulldomain.METHOD.check_params(job_file("toy_fulldomain.toml"))) == \
+        {"k": 2, "suppression_limit": 0.0}
