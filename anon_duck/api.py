@@ -349,9 +349,12 @@ def view_name(release: str, view: AnalystView) -> str:
 
 def _view_sql(job: Job, view: AnalystView, mode: str) -> str:
     """An analyst view's statement: ``create`` it, or count its ``mismatches`` with its
-    definition. It reads the release tables by unqualified name (lib/analyst_view.jinja)."""
+    definition. It reads the release tables by unqualified name (lib/analyst_view.jinja); the
+    method's checked parameters are there too (``params``: a view may answer as the method's
+    report does, e.g. disassociation's item_count)."""
     return render(view.template, mode=mode, target=("main", view_name(job.release.name, view)),
-                  tables=_TableNames(job.release.name), **view.context)
+                  tables=_TableNames(job.release.name), params=get_method(job.method).check_params(job),
+                  **view.context)
 
 
 class _TableNames(dict):

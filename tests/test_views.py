@@ -89,3 +89,67 @@ def test_every_query_of_the_analyst_guide_gives_its_documented_rows(released):
     for job, sql, rows in examples:
         got = [repr(tuple(r)) for r in released[job].execute(sql).fetchall()]
         assert got == rows.strip().splitlines(), sql
+
+
+def _expected_support(con, release: str, mode: str, k: int) -> dict[tuple[str, str], float]:
+    """Digest §2.9 by hand, from the published tables: for each code set Q of one or two codes,
+    the sum over clusters P whose parts hold every code of Q of |P| times, per part, the share
+    of the part's rows holding Q's codes in that part (record chunk: of |P| rows; shared chunk:
+    of the rows of every cluster it spans; item chunk code: p_t of the item_count mode)."""
+    def rows(sql):
+        return con.execute(sql.format(r=release)).fetchall()
+    size = dict(rows("SELECT cluster_id, n_records FROM {r}_clusters"))
+    parts: dict[int, list[tuple[list[set[str]], int]]] = {p: [] for p in size}   # (subrecords, rows) per part
+    chunks: dict[tuple[int, int], list[set[str]]] = {}
+    for chunk, cluster, codes in rows("SELECT chunk_id, cluster_id, codes FROM {r}_record_chunks"):
+        chunks.setdefault((chunk, cluster), []).append(set(codes))
+    for (_, cluster), subs in chunks.items():
+        parts[cluster].append((subs, size[cluster]))
+    shared: dict[int, list[set[str]]] = {}
+    for chunk, codes in rows("SELECT chunk_id, codes FROM {r}_shared_chunks"):
+        shared.setdefault(chunk, []).append(set(codes))
+    scope: dict[int, list[int]] = {}
+    for chunk, cluster in rows("SELECT chunk_id, cluster_id FROM {r}_shared_scope"):
+        scope.setdefault(chunk, []).append(cluster)
+    for chunk, clusters in scope.items():
+        for cluster in clusters:
+            parts[cluster].append((shared[chunk], sum(size[c] for c in clusters)))
+    p_item = {"one": lambda n: 1 / n, "uniform": lambda n: (n + 1) / (2 * n),
+              "below_k": lambda n: (1 + min(n, k - 1)) / (2 * n)}[mode]
+    items: dict[int, set[str]] = {p: set() for p in size}
+    for cluster, code in rows("SELECT cluster_id, code FROM {r}_item_chunks"):
+        items[cluster].add(code)
+    out: dict[tuple[str, str], float] = {}
+    for cluster, n in size.items():
+        domains = [(subs, n_rows, set().union(*subs)) for subs, n_rows in parts[cluster]]
+        codes = set().union(*(d for _, _, d in domains), items[cluster])
+        for a in codes:
+            for b in codes:
+                q = {a, b}
+                p, covered = 1.0, set()
+                for subs, n_rows, domain in domains:
+                    here = q & domain
+                    if here:
+                        p *= sum(here <= s for s in subs) / n_rows
+                        covered |= here
+                for code in q & items[cluster]:
+                    p *= p_item(n)
+                    covered.add(code)
+                if covered == q:
+                    out[(a, b)] = out.get((a, b), 0.0) + n * p
+    return out
+
+
+@pytest.mark.parametrize("mode", ["one", "uniform", "below_k"])
+def test_support_view_is_the_papers_expected_count(mode):
+    """<release>_support holds every code and every pair of codes that meet in a cluster, in
+    both orders, with the expected count of the reconstructions (computed here by hand)."""
+    con, job = duckdb.connect(), load_job(JOBS / "disassociation_toy.toml").with_params(item_count=mode)
+    anon_duck.run(con, job)
+    got = {(a, b): s for a, b, s in con.execute("SELECT code_a, code_b, support FROM toy_dis_support").fetchall()}
+    want = _expected_support(con, "toy_dis", mode, job.params["k"])
+    assert got.keys() == want.keys() and len(got) > 40
+    assert all(got[q] == pytest.approx(round(want[q], 6), abs=1e-9) for q in want)
+    # a code set within one record chunk is counted exactly: the chunk's rows holding both
+    both = con.execute("SELECT count(*) FROM toy_dis WHERE list_has_all(codes, ['296.00', '296.01'])").fetchone()[0]
+    assert got[("296.00", "296.01")] == got[("296.01", "296.00")] == both

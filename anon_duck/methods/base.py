@@ -37,7 +37,8 @@ class AnalystView:
     """A view published beside the release tables, in the same transaction, in the shape an
     analyst queries: ``<release>`` (``suffix`` empty) or ``<release>_<suffix>``. ``template``
     (under sql/views/) defines it over the release's own tables only (context ``tables``:
-    suffix → table name) and renders both the view and its check (lib/analyst_view.jinja)."""
+    suffix → table name; ``params``: the method's checked parameters) and renders both the view
+    and its check (lib/analyst_view.jinja)."""
 
     suffix: str
     template: str

@@ -67,7 +67,8 @@ class Disassociation:
     name = "disassociation"
     summary = "disassociation of set-valued codes into k^m-anonymous chunks (seed 001: HORPART, VERPART, REFINE)"
     views = (AnalystView("", "views/disassociation_records.sql.j2"),
-             AnalystView("terms", "views/disassociation_terms.sql.j2"))
+             AnalystView("terms", "views/disassociation_terms.sql.j2"),
+             AnalystView("support", "views/disassociation_support.sql.j2"))
 
     def check_params(self, job: Job) -> DisParams:
         return check_params(job)
