@@ -83,7 +83,8 @@ def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], querie
     e = backend.fetch("disassociation: expected counts", render(
         "disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE, clusters=tables["clusters"],
         record_chunks=tables["record_chunks"], shared_chunks=tables["shared_chunks"],
-        shared_scope=tables["shared_scope"], item_chunks=tables["item_chunks"], mode=mode, k=k))
+        shared_scope=tables["shared_scope"], item_chunks=tables["item_chunks"], mode=mode),
+        {"k": k} if mode == "below_k" else None)
     c_o = backend.fetch("disassociation: original counts", render(
         "disassociation/original_counts.sql.j2", workload=WORKLOAD, pair=PAIR))
     expected = np.zeros(n_uniq)
