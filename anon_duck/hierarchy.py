@@ -39,6 +39,7 @@ import numpy as np
 from .backend.base import Backend
 from .errors import InputError, JobError
 from .job import HierarchySpec
+from .omop import derive as derive_omop
 from .scratch import scratch
 from .sqlrender import render
 
@@ -188,6 +189,8 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
         if spec.type == "arx":
             edges = arx_edges(spec.path, spec.delimiter or ";")
         elif spec.type == "edges":
+            if spec.derived_from is not None:    # e.g. a re-verification: the tables are derived first
+                derive_omop(backend, spec.derived_from)
             edges = edge_list_edges(spec.path, spec.delimiter or ",") if spec.path else _edges_from_table(backend, spec)
         else:  # interval
             if spec.name not in values_for:
