@@ -359,8 +359,12 @@ def _code_tree(backend: Backend, spec: OmopSpec, tables: Mapping[str, tuple[str,
     """The code hierarchy's edge table; returns the code map (code → published code) after rare
     codes were rolled up to their parents."""
     concept, ancestor = tables["concept"], tables["concept_ancestor"]
-    n_orphans, orphans = backend.rows("omop: concepts without ancestors", render(
+    n_conditions, n_orphans, orphans = backend.rows("omop: concepts without ancestors", render(
         "omop/orphan_concepts.sql.j2", conditions=CONDITIONS, ancestor=ancestor))[0]
+    if not n_conditions:
+        raise InputError("input.omop: no condition_occurrence row is left"
+                         + (" after the domain_id/vocabulary_id filters" if spec.domain_ids or spec.vocabulary_ids
+                            else "") + ", nothing to anonymize")
     if n_orphans:
         raise InputError(f"input.omop: {n_orphans} concept(s) used as codes have no row in concept_ancestor, not "
                          f"even their own ({', '.join(orphans)}), so they have no place in the code hierarchy; "
