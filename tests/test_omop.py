@@ -123,7 +123,8 @@ def test_persons_codes_and_events_equal_a_brute_force_computation():
         (p["person_id"], int(p["year_of_birth"]), concept[p["gender_concept_id"]]["concept_name"],
          concept[p["race_concept_id"]]["concept_name"], concept[p["ethnicity_concept_id"]]["concept_name"],
          zips[p["location_id"]][:3]) for p in person)
-    got = derived(load_job(JOBS / "omop_artuc.toml"))
+    got = derived(job_from_dict({"input": {"omop": {"path": str(OMOP)}}, "method": {"name": "artuc"},
+                                 "release": {"name": "r"}}))
     assert sorted(got["person"]) == expected_persons and len(expected_persons) == 100
     conditions = rows(OMOP, "condition_occurrence")
     assert sorted(got["codes"]) == sorted({(c["person_id"], c["condition_concept_id"]) for c in conditions})
