@@ -27,6 +27,12 @@ DEMO_JOBS = [
     ("counterfeit", "counterfeit_adult.toml"),
     ("disassociation", "disassociation_bms.toml"),
     ("longitudinal", "longitudinal_mimic.toml"),
+    # the same methods on an OMOP CDM database (the MIMIC demo in OMOP shape): [input.omop] only
+    ("artuc-omop", "omop_artuc.toml"),
+    ("disassociation-omop", "omop_disassociation.toml"),
+    ("longitudinal-omop", "omop_longitudinal.toml"),
+    ("fulldomain-omop", "omop_fulldomain.toml"),
+    ("lkc-omop", "omop_lkc.toml"),
 ]
 
 

@@ -37,8 +37,9 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from .backend.base import Backend
-from .errors import InputError, JobError
+from .errors import AnonDuckError, InputError, JobError
 from .job import HierarchySpec
+from .omop import derive as derive_omop
 from .scratch import scratch
 from .sqlrender import render
 
@@ -188,6 +189,8 @@ def build(backend: Backend, specs: Iterable[HierarchySpec], *,
         if spec.type == "arx":
             edges = arx_edges(spec.path, spec.delimiter or ";")
         elif spec.type == "edges":
+            if spec.derived_from is not None:    # e.g. a re-verification: the tables are derived first
+                derive_omop(backend, spec.derived_from)
             edges = edge_list_edges(spec.path, spec.delimiter or ",") if spec.path else _edges_from_table(backend, spec)
         else:  # interval
             if spec.name not in values_for:
@@ -289,8 +292,13 @@ def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:
 
 
 def _edges_from_table(backend: Backend, spec: HierarchySpec) -> list[Edge]:
+    assert spec.table is not None
+    try:
+        has_label = "label" in backend.columns(f"hierarchy {spec.name}: columns", spec.table)
+    except AnonDuckError as err:
+        raise InputError(f"hierarchy.{spec.name}.table = {spec.table!r}: no such table") from err
     rows = backend.rows(f"hierarchy {spec.name}: edges table",
-                        render("hierarchy/edges_from_table.sql.j2", relation=spec.table))
+                        render("hierarchy/edges_from_table.sql.j2", relation=spec.table, has_label=has_label))
     return [Edge(str(n), None if p is None else str(p), None if lab is None else str(lab)) for n, p, lab in rows]
 
 

@@ -15,6 +15,7 @@ from .errors import AnonDuckError, InputError
 from .hierarchy import NODES
 from .hierarchy import build as build_hierarchies
 from .job import Job, Source
+from .omop import derive as derive_omop
 from .scratch import scratch
 from .sqlrender import render
 
@@ -40,6 +41,8 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
     With ``strict=False`` (``inspect``), values missing from hierarchies are collected in
     ``Inputs.coverage`` instead of raising."""
     ds = job.dataset
+    if ds.omop is not None:   # the roles' relations are derived from the OMOP tables first
+        derive_omop(backend, ds.omop)
     if ds.source is None:
         return _prepare_without_person_table(backend, job, strict)
     # ids and categorical values are labels, never numbers: keep their spelling from CSV
@@ -183,6 +186,8 @@ def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tup
 def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...],
               text_columns: Sequence[str] = ()) -> tuple[str, ...]:
     """The relation a source names; a file is loaded into ``target`` (``text_columns`` read as text)."""
+    if source.derived is not None:
+        return source.derived
     if source.table is not None:
         return (source.table,)
     assert source.path is not None

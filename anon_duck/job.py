@@ -13,9 +13,12 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .errors import JobError
+
+if TYPE_CHECKING:
+    from .omop import OmopSpec
 
 QI_KINDS = ("numeric", "categorical", "date")
 HIERARCHY_TYPES = ("arx", "edges", "interval", "builtin", "mask", "date")
@@ -29,12 +32,18 @@ _RELEASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 @dataclass(frozen=True)
 class Source:
-    """Where a relation comes from: a table already in the database or a CSV/Parquet file."""
+    """Where a relation comes from: a table already in the database, a CSV/Parquet file, or a
+    scratch table ``derived`` from ``[input.omop]`` when the inputs are prepared (``origin``
+    says what it holds, for messages)."""
 
     table: str | None = None
     path: Path | None = None
+    derived: tuple[str, ...] | None = None
+    origin: str = ""
 
     def describe(self) -> str:
+        if self.derived is not None:
+            return self.origin
         return f"table {self.table!r}" if self.table else f"file {str(self.path)!r}"
 
 
@@ -75,7 +84,7 @@ class HierarchySpec:
     name: str
     type: str
     path: Path | None = None
-    table: str | None = None
+    table: str | tuple[str, ...] | None = None
     builtin: str | None = None
     # interval builder
     width: float | None = None
@@ -96,6 +105,8 @@ class HierarchySpec:
     # date builder: the units above the value, bottom up (a subset of DATE_UNITS, in that order;
     # ``day`` only adds a level above timestamps)
     units: tuple[str, ...] = DATE_UNITS
+    # edges derived from [input.omop]: hierarchy.build has them derived before reading ``table``
+    derived_from: OmopSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,7 @@ class Dataset:
     sensitive: str | None = None
     class_: str | None = None
     keep: tuple[str, ...] = ()
+    omop: OmopSpec | None = None     # the [input.omop] the roles were expanded from
 
 
 @dataclass(frozen=True)
@@ -169,15 +181,22 @@ def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
     _only(doc, "", {"input", "hierarchy", "method", "release", "settings"})
     _required(doc, "", ("input", "method", "release"))
     hierarchies = _hierarchies(_table(doc.get("hierarchy", {}), "hierarchy"), base_dir)
-    dataset = _dataset(_table(doc["input"], "input"), base_dir)
-    for ref_key, name in _hierarchy_refs(dataset):
-        if name not in hierarchies:
-            known = ", ".join(sorted(hierarchies)) or "none"
-            raise JobError(f"{ref_key} = {name!r}: no [hierarchy.{name}] in the job (defined: {known})")
-    _date_hierarchies_on_dates(dataset, hierarchies)
     method = _table(doc["method"], "method")
     _required(method, "method", ("name",))
     name = _str(method["name"], "method.name")
+    inputs = _table(doc["input"], "input")
+    if "omop" in inputs:
+        _only(inputs, "input", {"omop"})      # the OMOP database holds every role
+        from .omop import expand              # here: omop builds on this module's dataclasses
+        dataset, derived = expand(_table(inputs["omop"], "input.omop"), base_dir, name, hierarchies)
+        hierarchies = {**hierarchies, **derived}
+    else:
+        dataset = _dataset(inputs, base_dir)
+    for ref_key, name_ in _hierarchy_refs(dataset):
+        if name_ not in hierarchies:
+            known = ", ".join(sorted(hierarchies)) or "none"
+            raise JobError(f"{ref_key} = {name_!r}: no [hierarchy.{name_}] in the job (defined: {known})")
+    _date_hierarchies_on_dates(dataset, hierarchies)
     params = {k: v for k, v in method.items() if k != "name"}
     release = _release(_table(doc["release"], "release"))
     settings = _settings(_table(doc.get("settings", {}), "settings"))
@@ -185,7 +204,7 @@ def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
 
 
 def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
-    _only(t, "input", {"table", "path", "id", "drop", "qi", "codes", "events", "sensitive", "class", "keep"})
+    _only(t, "input", {"table", "path", "id", "drop", "qi", "codes", "events", "sensitive", "class", "keep", "omop"})
     if "table" in t or "path" in t or not ("codes" in t or "events" in t):
         source: Source | None = _source(t, "input", base)
     else:

@@ -385,3 +385,18 @@ def test_every_template_the_demo_executes_ran_on_spark(spark):
     missing = sorted(DEMO_TEMPLATES - on_spark - DUCKDB_BACKEND_OWN)
     assert missing == [], f"executed by the demo on DuckDB, never on Spark: {missing}"
     assert len(DEMO_TEMPLATES) > 100
+
+
+@pytest.mark.slow
+def test_an_omop_job_runs_on_spark_and_its_release_verifies(spark):
+    """Issue #20: ``[input.omop]`` on Spark: the OMOP files read by Spark's reader, and the
+    events and the code tree (recursive chains of parents, positions by date) derived by
+    ``sql/omop/`` on Spark; the release verifies there and has DuckDB's shape."""
+    job = load_job(JOBS / "omop_longitudinal.toml").with_release("on_spark_omop")
+    result = anon_duck.run(spark.spark, job)
+    assert result.verified
+    checks = anon_duck.verify(spark.spark, job)
+    assert checks and all(c.passed for c in checks)
+    on_duckdb = anon_duck.run(duckdb.connect(), job).facts
+    assert {k: result.facts[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")} == \
+        {k: on_duckdb[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")}
