@@ -25,6 +25,9 @@ from typing import Any, Mapping
 # than this (relative), give up after MAX_STEPS
 TOLERANCE = 1e-12
 MAX_STEPS = 200
+# where the search stops, the gradient (per sample record) must vanish to this: a maximum on
+# the edge of the domain (alpha -> 0) is no fit
+STATIONARY = 1e-8
 DANKAR_SAMPLING_FRACTION = 0.1
 
 
@@ -54,10 +57,11 @@ def zayatz_uniques(histogram: Mapping[int, int], population_size: int) -> float:
     uniques = histogram.get(1, 0)
     if not uniques:
         return 0.0
-    # log of i * C(N - i, n - 1); C(N, n) and J cancel in the ratio
-    logs = {size: math.log(size) + _log_choose(population_size - size, n - 1) for size in histogram}
-    top = max(v for v in logs.values() if v is not None)
-    weights = {size: (count * math.exp(logs[size] - top) if logs[size] is not None else 0.0)
+    # log of i * C(N - i, n - 1), None where it is 0; C(N, n) and J cancel in the ratio
+    logs = {size: _log_choose(population_size - size, n - 1) for size in histogram}
+    logs = {size: None if v is None else v + math.log(size) for size, v in logs.items()}
+    top = max(v for v in logs.values() if v is not None)     # size 1 always has one
+    weights = {size: 0.0 if logs[size] is None else count * math.exp(logs[size] - top)
                for size, count in histogram.items()}
     conditional = weights[1] / sum(weights.values())
     return uniques * conditional * population_size / n
@@ -109,6 +113,9 @@ def pitman_fit(histogram: Mapping[int, int], population_size: int) -> dict[str, 
             break
     else:
         return failed
+    (g_t, g_a), _ = _pitman_derivatives(histogram, n, u, theta, alpha)
+    if abs(g_t) * max(1.0, theta) > STATIONARY * n or abs(g_a) > STATIONARY * n:
+        return failed        # stuck at the domain's edge (alpha -> 0): no maximum inside it
     uniques = math.exp(math.lgamma(theta + 1) - math.lgamma(theta + alpha) + alpha * math.log(population_size))
     if not 0 <= uniques <= population_size:
         return failed
