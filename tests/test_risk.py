@@ -15,9 +15,10 @@ import duckdb
 import pytest
 
 import anon_duck
+import anon_duck.api
 from anon_duck.cli import main
 from anon_duck.errors import InputError, JobError
-from anon_duck.job import job_from_dict, load_job
+from anon_duck.job import Job, job_from_dict, load_job
 from anon_duck.population import population_uniqueness
 
 from conftest import FIXTURES, JOBS
@@ -38,7 +39,7 @@ def _people(con, rng: random.Random, name: str, n: int, offset: int = 0) -> list
 QIS = ['a q"x', "b", "c"]
 
 
-def _job(extra: dict | None = None, **input_keys) -> anon_duck.Job:
+def _job(extra: dict | None = None, **input_keys) -> Job:
     doc = {"input": {"table": "t", "id": "pid",
                      "qi": [{"column": QIS[0]}, {"column": "b"}, {"column": "c", "kind": "numeric"}], **input_keys},
            "method": {"name": "fulldomain", "k": 3}, "release": {"name": "r"}, **(extra or {})}
