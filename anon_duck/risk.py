@@ -1,8 +1,11 @@
-"""Re-identification risk of a relation under the prosecutor model (a record's risk is one over
-its equivalence class's size): the measures a steward reads before and after a release.
+"""Re-identification risk of a relation: the prosecutor model (a record's risk is one over its
+equivalence class's size) that the verifiers report next to a verdict, and the whole analysis of
+a job's input behind ``anon-duck risk`` (journalist and marketer risk, population uniqueness,
+the QIs that drive uniqueness, code sets, trajectories; docs/risk.md).
 
 The SQL is the dbt package's (``macros/risk.sql``), so a dbt model computing
-``anon_duck.risk_measures`` and this function give the same numbers for the same table.
+``anon_duck.risk_measures`` and these functions give the same numbers for the same table; the
+population models (:mod:`anon_duck.population`) are fitted to the class-size histogram it returns.
 """
 from __future__ import annotations
 
