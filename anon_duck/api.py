@@ -30,10 +30,11 @@ from .backend.base import Backend
 from .backend.duckdb import DuckDBBackend
 from .backend.spark import SparkBackend
 from .errors import AnonDuckError, InputError, VerificationError
-from .inputs import Inputs, prepare
-from .job import Job
+from .inputs import Inputs, load_population, prepare
+from .job import Job, Source
 from .methods import get_method
 from .methods.base import AnalystView, Progress
+from .risk import Population, codes_risk, drivers, events_risk, qi_risk, resolve_risk_options
 from .scratch import drop_scratch, staging
 from .sqlrender import render
 from .verifiers import CheckResult
@@ -169,6 +170,33 @@ def report(con: Connection, job: Job) -> dict[str, Any]:
         inputs = prepare(backend, job)
         out = method.report(backend, job, inputs, tables, params)
     return {"release": job.release.name, "method": job.method, **out}
+
+
+def risk(con: Connection, job: Job, *, population_size: int | None = None, population_table: str | None = None,
+         thresholds: Sequence[float] | None = None, k: int | None = None, m: int | None = None,
+         events_prefix: int | None = None) -> dict[str, Any]:
+    """Re-identification risk of the job's input, before any release (docs/risk.md: every
+    measure, its formula and source, and this dict's schema). Keyword arguments override the
+    job's ``[risk]`` keys; ``population_table`` names a table in the database with the input's
+    QI columns. Only aggregates leave the engine."""
+    options = resolve_risk_options(job, population_size=population_size, thresholds=thresholds, k=k, m=m,
+                                   events_prefix=events_prefix)
+    with _session(con, job) as backend:
+        inputs = prepare(backend, job)
+        source = Source(table=population_table) if population_table is not None else job.risk.population
+        population = Population(options.population_size, None if source is None else load_population(backend, job, source))
+        qis = [q.column for q in job.dataset.qis]
+        out: dict[str, Any] = {"options": options.as_dict(), "qis": None, "drivers": None,
+                               "codes": None, "events": None}
+        if qis:
+            out["qis"] = qi_risk(backend, relation=inputs.person, qis=qis, k=options.k,
+                                 thresholds=options.thresholds, population=population)
+            out["drivers"] = drivers(backend, relation=inputs.person, qis=qis)
+        if inputs.codes is not None:
+            out["codes"] = codes_risk(backend, relation=inputs.codes, n_persons=inputs.n_rows, m=options.m, k=options.k)
+        if inputs.events is not None:
+            out["events"] = events_risk(backend, relation=inputs.events, j_max=options.events_prefix)
+    return out
 
 
 def export(con: Connection, job: Job, to: str | Path) -> list[Path]:

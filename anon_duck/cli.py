@@ -14,8 +14,9 @@ import duckdb
 
 from . import api
 from .version import __version__
-from .errors import AnonDuckError, InputError, VerificationError
-from .job import load_job
+from .errors import AnonDuckError, InputError, JobError, VerificationError
+from .job import check_threshold, load_job
+from .risk_text import risk_summary
 from .progress import TerminalProgress
 
 
@@ -69,6 +70,17 @@ def _parser() -> argparse.ArgumentParser:
     job_cmd("verify", "re-check a published release with the independent verifier (exit 1 on violations)", _verify)
     r = job_cmd("report", "print utility and risk measures of a published release", _report)
     r.add_argument("--json", action="store_true", help="print JSON")
+    k = job_cmd("risk", "re-identification risk of the job's input, before any release (docs/risk.md)", _risk)
+    k.add_argument("--json", action="store_true", help="print the nested JSON (schema in docs/risk.md)")
+    k.add_argument("--population-size", type=_positive_int, default=None, metavar="N",
+                   help="persons in the population the input was drawn from: journalist-style population "
+                        "uniqueness estimates (Pitman, Zayatz); overrides risk.population_size")
+    k.add_argument("--population-table", default=None, metavar="TABLE",
+                   help="a table in --db holding the population with the input's QI columns: journalist and "
+                        "marketer risk; overrides [risk.population]")
+    k.add_argument("--threshold", type=_threshold, action="append", default=None, metavar="T",
+                   help="a risk threshold in (0, 1] for records at risk (repeatable; replaces the defaults "
+                        "0.5 0.2 0.1 0.05 and risk.thresholds)")
     e = job_cmd("export", "write only the release tables (Parquet/CSV folder or a new .duckdb file)", _export)
     e.add_argument("--to", required=True, type=Path,
                    help="a new folder (PATH, PATH.parquet: Parquet files; PATH.csv: CSV files) or a new file.duckdb")
@@ -103,6 +115,14 @@ def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
     return int(text)
+
+
+def _threshold(text: str) -> float:
+    try:
+        return check_threshold(float(text), "--threshold")
+    except (ValueError, JobError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a risk threshold: a number in (0, 1], "
+                                         "e.g. 0.2 for 1 in 5") from None
 
 
 def _scales(text: str) -> list[float]:
@@ -195,6 +215,15 @@ def _report(args: argparse.Namespace) -> int:
     with _connect(args, read_only=True) as con:
         out = api.report(con, job)
     print(json.dumps(out, indent=2, default=str) if args.json else _flat(out))
+    return 0
+
+
+def _risk(args: argparse.Namespace) -> int:
+    job = load_job(args.job)
+    with _connect(args, read_only=True) as con:
+        out = api.risk(con, job, population_size=args.population_size, population_table=args.population_table,
+                       thresholds=args.threshold)
+    print(json.dumps(out, indent=2, default=str) if args.json else risk_summary(out))
     return 0
 
 

@@ -64,6 +64,16 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
     return Inputs(person, n_rows, codes, events, coverage)
 
 
+def load_population(backend: Backend, job: Job, source: Source) -> tuple[str, ...]:
+    """The population a risk analysis compares the input with (``[risk.population]``): a table
+    is only read, a file is loaded into a scratch table, categorical QIs as text like the
+    input's, so the two compare value for value."""
+    text = [q.column for q in job.dataset.qis if q.kind == "categorical"]
+    relation = _relation(backend, source, "risk.population", scratch("population"), text)
+    _columns(backend, relation, "risk.population", source)
+    return relation
+
+
 def _prepare_without_person_table(backend: Backend, job: Job, strict: bool) -> Inputs:
     """Codes or events only: the persons are the distinct ids found there."""
     ds = job.dataset

@@ -138,6 +138,23 @@ class Settings:
     threads: int | None = None
 
 
+DEFAULT_THRESHOLDS = (0.5, 0.2, 0.1, 0.05)
+
+
+@dataclass(frozen=True)
+class RiskSettings:
+    """``[risk]``: what ``anon-duck risk`` measures beyond the defaults (docs/risk.md). None
+    means the default: no population; thresholds 1/2, 1/5, 1/10, 1/20; the method's k and m
+    (else 5 and 2); prefixes of up to 5 events."""
+
+    population_size: int | None = None
+    population: Source | None = None     # a relation with the same QI columns as the input
+    thresholds: tuple[float, ...] | None = None
+    k: int | None = None
+    m: int | None = None
+    events_prefix: int | None = None
+
+
 @dataclass(frozen=True)
 class Job:
     dataset: Dataset
@@ -147,6 +164,7 @@ class Job:
     release: Release
     settings: Settings = field(default_factory=Settings)
     base_dir: Path = Path(".")
+    risk: RiskSettings = field(default_factory=RiskSettings)
 
     def with_params(self, **params: Any) -> "Job":
         """A copy with some method parameters replaced (used by sweeps and tests)."""
@@ -178,7 +196,7 @@ def parse_job(text: str, *, base_dir: Path | str = ".", origin: str = "<job>") -
 
 
 def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
-    _only(doc, "", {"input", "hierarchy", "method", "release", "settings"})
+    _only(doc, "", {"input", "hierarchy", "method", "release", "settings", "risk"})
     _required(doc, "", ("input", "method", "release"))
     hierarchies = _hierarchies(_table(doc.get("hierarchy", {}), "hierarchy"), base_dir)
     method = _table(doc["method"], "method")
@@ -200,7 +218,8 @@ def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
     params = {k: v for k, v in method.items() if k != "name"}
     release = _release(_table(doc["release"], "release"))
     settings = _settings(_table(doc.get("settings", {}), "settings"))
-    return Job(dataset, hierarchies, name, params, release, settings, base_dir)
+    risk = _risk(_table(doc.get("risk", {}), "risk"), base_dir)
+    return Job(dataset, hierarchies, name, params, release, settings, base_dir, risk)
 
 
 def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
@@ -410,6 +429,38 @@ def _settings(t: Mapping[str, Any]) -> Settings:
     if mem is not None and not re.fullmatch(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", mem.strip(), re.I):
         raise JobError(f"settings.memory_limit = {mem!r}: write it like '2GB' or '512MiB'")
     return Settings(mem, threads)
+
+
+def _risk(t: Mapping[str, Any], base: Path) -> RiskSettings:
+    _only(t, "risk", {"population_size", "population", "thresholds", "k", "m", "events_prefix"})
+    whole = {key: _opt_whole(t.get(key), f"risk.{key}") for key in ("population_size", "k", "m", "events_prefix")}
+    population = None
+    if "population" in t:
+        population_table = _table(t["population"], "risk.population")
+        _only(population_table, "risk.population", {"table", "path"})
+        population = _source(population_table, "risk.population", base)
+    thresholds = None
+    if "thresholds" in t:
+        values = _list(t["thresholds"], "risk.thresholds")
+        if not values:
+            raise JobError("risk.thresholds = []: give at least one threshold (or leave the key out for the defaults)")
+        thresholds = tuple(check_threshold(v, f"risk.thresholds[{i}]") for i, v in enumerate(values))
+    return RiskSettings(whole["population_size"], population, thresholds, whole["k"], whole["m"],
+                        whole["events_prefix"])
+
+
+def check_threshold(value: Any, key: str) -> float:
+    """A risk threshold: a number in (0, 1] (a record is at risk when 1 / its class size
+    exceeds it); anything else is a JobError naming ``key`` and the value."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 1:
+        raise JobError(f"{key} = {value!r}: a risk threshold is a number in (0, 1] (0.2 means 1 in 5)")
+    return float(value)
+
+
+def _opt_whole(v: Any, key: str) -> int | None:
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+        raise JobError(f"{key} = {v!r}: must be a whole number >= 1")
+    return v
 
 
 def _source(t: Mapping[str, Any], key: str, base: Path) -> Source:

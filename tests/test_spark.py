@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 import anon_duck
+import anon_duck.api
 from anon_duck.api import _view_sql, release_tables
 from anon_duck.methods import get_method
 from anon_duck.backend.duckdb import DuckDBBackend
@@ -136,6 +137,34 @@ def test_generic_verifiers_and_risk_give_the_same_numbers(spark):
         risk_measures(spark, relation="toy_k2_release", qis=toy, k=3)
     for t in ("toy_k2_release", "lkc_toy_release", "toy_cba_record_tokens", "codes", "people"):
         spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", t)))
+
+
+def _leaves(tree, path: str = "") -> dict:
+    """Every number and label of a nested dict/list, by its path (floats compared approximately:
+    the engines sum in different orders)."""
+    if isinstance(tree, dict):
+        return {k: v for key, sub in tree.items() for k, v in _leaves(sub, f"{path}.{key}").items()}
+    if isinstance(tree, list):
+        return {k: v for i, sub in enumerate(tree) for k, v in _leaves(sub, f"{path}[{i}]").items()}
+    return {path: pytest.approx(tree, rel=1e-12) if isinstance(tree, float) else tree}
+
+
+def test_the_risk_of_an_input_is_the_same_on_spark(spark):
+    """api.risk on Spark: the QI measures with a population table (journalist, marketer) and a
+    population size (Pitman, Zayatz), the drivers, code sets and trajectories of toy jobs."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE toy_population AS SELECT CAST(age AS BIGINT) AS age, sex, zip "
+                "FROM read_csv('fixtures/toy/patients.csv', all_varchar = true), range(3) AS r(copy) "
+                "WHERE copy < 2 OR zip = '13053'")
+    _copy(con, spark, "toy_population")
+    toy = load_job(JOBS / "toy_fulldomain.toml")
+    calls = [(toy, dict(population_table="toy_population", thresholds=[0.5, 1 / 3])), (toy, dict(population_size=40)),
+             (load_job(JOBS / "artuc_toy.toml"), {}), (load_job(JOBS / "longitudinal_toy.toml"), {})]
+    for job, kwargs in calls:
+        on_duckdb = anon_duck.api.risk(con, job, **kwargs)
+        assert _leaves(anon_duck.api.risk(spark.spark, job, **kwargs)) == _leaves(on_duckdb), job.method
+    assert on_duckdb["events"]["n_persons"] == 6
+    spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", "toy_population")))
 
 
 def test_the_release_order_is_the_same_on_both_engines(spark):

@@ -9,6 +9,7 @@ import pytest
 import sqlglot
 
 import anon_duck
+import anon_duck.api
 from anon_duck.errors import AnonDuckError
 from anon_duck.job import Settings, load_job
 from anon_duck.sqlrender import ident, lit, qualified, recording, render, template_names
@@ -16,7 +17,7 @@ from anon_duck.sqlrender import ident, lit, qualified, recording, render, templa
 from conftest import JOBS
 
 DIALECTS = ("duckdb", "postgres", "spark", "bigquery", "snowflake")
-# Jobs whose runs (run + verify + report + inspect + export) exercise the templates: the
+# Jobs whose runs (run + verify + report + risk + inspect + export) exercise the templates: the
 # foundation toy and every method's toy job (<method>_toy.toml).
 TOY_JOBS = sorted(JOBS.glob("toy_*.toml")) + sorted(JOBS.glob("*_toy.toml"))
 
@@ -31,6 +32,7 @@ def renderings(tmp_path_factory):
                 anon_duck.run(con, job)
                 anon_duck.verify(con, job)
                 anon_duck.report(con, job)
+                anon_duck.api.risk(con, job)
                 anon_duck.inspect(con, job)
                 for target in ("x.duckdb", "x.csv", "x"):
                     anon_duck.export(con, job, tmp_path_factory.mktemp("export") / target)
