@@ -186,7 +186,7 @@ def release_report(con: Connection, job: Job) -> dict[str, Any]:
     it was verified (from ``<release>_meta``), the re-identification risk of the input and of the
     release side by side, the loss per attribute, and the method's measures (those of
     :func:`report`) each with what it means and which paper defines it."""
-    from .report import document, loss, risk
+    from .reports import document, loss, risk
     method = get_method(job.method)
     params = method.check_params(job)
     with _session(con, job) as backend:
@@ -213,7 +213,7 @@ def sweep(con: Connection, job: Job, param: str, values: Sequence[Any], *, progr
     privacy/utility trade-off a steward picks a value from (docs/report.md). Publishes nothing
     and leaves no scratch table; every value is checked before any work. ``on_point`` is called
     with each point as it is measured."""
-    from .report.sweep import measure_point, sweep_document
+    from .reports.sweep import measure_point, sweep_document
     method = get_method(job.method)
     jobs = [job.with_params(**{param: v}) for v in values]
     checked = [method.check_params(j) for j in jobs]

@@ -225,7 +225,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import html, text
+    from .reports import html, text
     job = load_job(args.job)
     if args.html is not None:      # refuse a bad path or a missing extra before any work
         html.check_target(args.html)
@@ -240,7 +240,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from .report import html, text
+    from .reports import html, text
     job = load_job(args.job)
     param, values = args.sweep
     if args.html is not None:

@@ -15,7 +15,7 @@ import sqlglot
 import anon_duck
 from anon_duck import api
 from anon_duck.cli import main
-from anon_duck.report.text import number
+from anon_duck.reports.text import number
 from anon_duck.sqlrender import recording
 
 from conftest import JOBS, user_tables
@@ -121,7 +121,7 @@ METHOD_JOBS = {"artuc_toy.toml": 2, "disassociation_toy.toml": 3, "longitudinal_
 
 @pytest.mark.parametrize("name", sorted(METHOD_JOBS))
 def test_every_methods_report_document_and_page(name, tmp_path):
-    from anon_duck.report import html
+    from anon_duck.reports import html
     job = anon_duck.load_job(JOBS / name)
     with duckdb.connect() as con:
         anon_duck.run(con, job)
@@ -209,3 +209,10 @@ def test_html_without_matplotlib_names_the_extra(toy_db, tmp_path, capsys, monke
     assert main(["report", TOY, "--db", toy_db, "--html", str(tmp_path / "r.html")]) == 2
     assert "pip install 'anon-duck[report]'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_report_package_does_not_shadow_the_api_call():
+    """``anon_duck.report`` is the API function; the package is ``anon_duck.reports``, so that
+    importing it cannot replace the function on the top-level package."""
+    import anon_duck.reports.html  # noqa: F401
+    assert callable(anon_duck.report) and callable(anon_duck.api.release_report)
