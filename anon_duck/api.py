@@ -24,7 +24,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .backend.base import Backend
 from .backend.duckdb import DuckDBBackend
@@ -121,18 +121,23 @@ def run(con: Connection, job: Job, *, progress: Progress | None = None) -> RunRe
         inputs = prepare(backend, job)
         staged = method.anonymize(backend, job, inputs, params, progress or _quiet)
         checks = method.verify(backend, job, {t.suffix: t.staged for t in staged.tables}, params)
-        if not checks:
-            raise AnonDuckError(f"method {job.method!r} returned no verifier checks — a bug in the method; "
-                                "nothing was published")
-        failed = [c for c in checks if not c.passed]
-        if failed:
-            raise VerificationError(
-                f"the independent verifier rejected the release of method {job.method!r}: "
-                + "; ".join(f"{c.name}: {c.n_violations} violation(s)" for c in failed)
-                + " — this is a bug in the anonymizer; nothing was published",
-                [v for c in failed for v in c.violations])
+        _gate(job, checks)
         tables = _publish(backend, job, staged.tables, checks, staged.facts)
     return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace)
+
+
+def _gate(job: Job, checks: list[CheckResult]) -> None:
+    """The verifier gate: no checks, or a failed one, stops the call before anything is published."""
+    if not checks:
+        raise AnonDuckError(f"method {job.method!r} returned no verifier checks — a bug in the method; "
+                            "nothing was published")
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        raise VerificationError(
+            f"the independent verifier rejected the release of method {job.method!r}: "
+            + "; ".join(f"{c.name}: {c.n_violations} violation(s)" for c in failed)
+            + " — this is a bug in the anonymizer; nothing was published",
+            [v for c in failed for v in c.violations])
 
 
 def verify(con: Connection, job: Job) -> list[CheckResult]:
@@ -162,13 +167,18 @@ def _check_views(backend: Backend, job: Job) -> CheckResult:
 
 
 def report(con: Connection, job: Job) -> dict[str, Any]:
-    """Utility and risk measures of a published release."""
+    """Utility and risk measures of a published release: the method's own report."""
     method = get_method(job.method)
     params = method.check_params(job)
     with _session(con, job) as backend:
         tables = release_tables(backend, job)
         inputs = prepare(backend, job)
-        out = method.report(backend, job, inputs, tables, params)
+        return _method_report(backend, job, inputs, tables, params)
+
+
+def _method_report(backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
+                   params: Any) -> dict[str, Any]:
+    out = get_method(job.method).report(backend, job, inputs, tables, params)
     return {"release": job.release.name, "method": job.method, **out}
 
 
@@ -197,6 +207,61 @@ def risk(con: Connection, job: Job, *, population_size: int | None = None, popul
         if inputs.events is not None:
             out["events"] = events_risk(backend, relation=inputs.events, j_max=options.events_prefix)
     return out
+
+
+def release_report(con: Connection, job: Job) -> dict[str, Any]:
+    """The report document of a published release (docs/report.md): what was released and how
+    it was verified (from ``<release>_meta``), the re-identification risk of the input and of the
+    release side by side, the loss per attribute, and the method's measures (those of
+    :func:`report`) each with what it means and which paper defines it."""
+    from .reports import document, loss, risk
+    method = get_method(job.method)
+    params = method.check_params(job)
+    with _session(con, job) as backend:
+        tables = release_tables(backend, job)
+        inputs = prepare(backend, job)
+        out = _method_report(backend, job, inputs, tables, params)
+        meta = _meta(backend, job.release.name)
+        return document.build(meta=meta, report=out, risk=risk.risk_section(backend, job, inputs, tables),
+                              loss=loss.attribute_loss(backend, job, inputs, tables, meta["facts"], out))
+
+
+def _meta(backend: Backend, name: str) -> dict[str, Any]:
+    """The scalar entries of ``<release>_meta``, the JSON ones parsed."""
+    meta = ("main", f"{name}_meta")
+    value = {key: backend.scalar(f"release: {key}", render("release/meta_value.sql.j2", meta=meta), {"key": key})
+             for key in ("method", "seed", "anon_duck_version", "params", "verified", "facts")}
+    return {**value, **{key: json.loads(value[key] or "{}") for key in ("params", "verified", "facts")}}
+
+
+def sweep(con: Connection, job: Job, param: str, values: Sequence[Any], *, progress: Progress | None = None,
+          on_point: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run ``job``'s method once per value of its parameter ``param`` (k, h, L/K/C, m ...) in
+    scratch space, verify each result, and measure its loss and the risk of its release: the
+    privacy/utility trade-off a steward picks a value from (docs/report.md). Publishes nothing
+    and leaves no scratch table; every value is checked before any work. ``on_point`` is called
+    with each point as it is measured."""
+    from .reports.sweep import measure_point, sweep_document
+    method = get_method(job.method)
+    jobs = [job.with_params(**{param: v}) for v in values]
+    checked = [method.check_params(j) for j in jobs]
+    points = []
+    for value, point_job, params in zip(values, jobs, checked):
+        t0 = time.perf_counter()
+        with _session(con, point_job) as backend:
+            inputs = prepare(backend, point_job)
+            staged = method.anonymize(backend, point_job, inputs, params, progress or _quiet)
+            tables = {t.suffix: t.staged for t in staged.tables}
+            checks = method.verify(backend, point_job, tables, params)
+            _gate(point_job, checks)
+            point = measure_point(backend, point_job, inputs, tables, staged.facts,
+                                  lambda: _method_report(backend, point_job, inputs, tables, params))
+        point = {"value": value, **point, "verified": {c.name: c.passed for c in checks},
+                 "seconds": time.perf_counter() - t0}
+        points.append(point)
+        if on_point is not None:
+            on_point(point)
+    return sweep_document(job, param, points)
 
 
 def export(con: Connection, job: Job, to: str | Path) -> list[Path]:

@@ -81,6 +81,20 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--threshold", type=_threshold, action="append", default=None, metavar="T",
                    help="a risk threshold in (0, 1] for records at risk (repeatable; replaces the defaults "
                         "0.5 0.2 0.1 0.05 and risk.thresholds)")
+    r = job_cmd("report", "summarize a published release: risk before/after, loss per attribute, the method's "
+                          "measures (docs/report.md)", _report)
+    r.add_argument("--json", action="store_true", help="print the report document as JSON (schema: docs/report.md)")
+    r.add_argument("--html", type=Path, default=None, metavar="PATH",
+                   help="also write one self-contained HTML page with figures (needs the report extra)")
+    s = job_cmd("sweep", "run the job's method for several values of one parameter in scratch space (nothing is "
+                         "published) and show its loss against the release's risk", _sweep)
+    values = s.add_mutually_exclusive_group(required=True)
+    for name, kind in SWEEP_PARAMS.items():
+        values.add_argument(f"--{name}", dest="sweep", type=_sweep_values(name, kind), metavar="V1,V2,...",
+                            help=f"values of method.{name} to try")
+    s.add_argument("--json", action="store_true", help="print the sweep document as JSON")
+    s.add_argument("--html", type=Path, default=None, metavar="PATH",
+                   help="also write the trade-off curve as one self-contained HTML page (needs the report extra)")
     e = job_cmd("export", "write only the release tables (Parquet/CSV folder or a new .duckdb file)", _export)
     e.add_argument("--to", required=True, type=Path,
                    help="a new folder (PATH, PATH.parquet: Parquet files; PATH.csv: CSV files) or a new file.duckdb")
@@ -136,6 +150,28 @@ def _scales(text: str) -> list[float]:
 
 
 ENGINES = ("duckdb", "spark")
+SWEEP_PARAMS: dict[str, type] = {"k": int, "m": int, "L": int, "K": int, "h": float, "C": float}
+"""The parameters ``sweep`` can vary: k (most methods), m (ArtUC, disassociation, cba), L/K/C (lkc),
+h (counterfeit). The method's own parameter check refuses one it does not have."""
+
+
+def _sweep_values(name: str, kind: type):
+    """``--k 2,5,10`` → ``("k", [2, 5, 10])``; a value that is not a number > 0 (whole for
+    integer parameters, >= 1) is refused by name (exit 2)."""
+    def parse(text: str) -> tuple[str, list]:
+        values = []
+        for item in text.split(","):
+            item = item.strip()
+            try:
+                value = kind(item)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{item!r} is not a {'whole number' if kind is int else 'number'}"
+                                                 ) from None
+            if (kind is int and value < 1) or not value > 0:
+                raise argparse.ArgumentTypeError(f"{item!r}: {name} must be {'>= 1' if kind is int else '> 0'}")
+            values.append(value)
+        return name, values
+    return parse
 
 
 @contextlib.contextmanager
@@ -211,10 +247,44 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .reports import html, text
     job = load_job(args.job)
+    if args.html is not None:      # refuse a bad path or a missing extra before any work
+        html.check_target(args.html)
+        html.plots.require()
     with _connect(args, read_only=True) as con:
-        out = api.report(con, job)
-    print(json.dumps(out, indent=2, default=str) if args.json else _flat(out))
+        doc = api.release_report(con, job)
+    print(json.dumps(doc, indent=2, default=str) if args.json else text.summary(doc))
+    if args.html is not None:
+        html.write(args.html, html.report_page(doc))
+        print(f"(written: {args.html})", file=sys.stderr)
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from .reports import html, text
+    job = load_job(args.job)
+    param, values = args.sweep
+    if args.html is not None:
+        html.check_target(args.html)
+        html.plots.require()
+    print(f"sweep: {job.method} with {param} = {', '.join(map(str, values))} ({len(values)} runs in scratch "
+          "space; nothing is published)", file=sys.stderr)
+    done = []
+
+    def on_point(point: dict[str, Any]) -> None:
+        done.append(point)
+        risk = point["risk_after"] or {}
+        print(f"  [{len(done)}/{len(values)}] {param} = {point['value']}: loss {text.number(point['loss'])}, "
+              f"highest risk {text.number(risk.get('prosecutor_risk_max'))} ({point['seconds']:.1f} s)",
+              file=sys.stderr)
+
+    with _connect(args, read_only=True) as con:
+        doc = api.sweep(con, job, param, values, progress=TerminalProgress.if_tty(), on_point=on_point)
+    print(json.dumps(doc, indent=2, default=str) if args.json else text.sweep_table(doc))
+    if args.html is not None:
+        html.write(args.html, html.sweep_page(doc))
+        print(f"(written: {args.html})", file=sys.stderr)
     return 0
 
 

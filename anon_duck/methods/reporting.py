@@ -8,7 +8,7 @@ from typing import Any
 from ..backend.base import Backend
 from ..hierarchy import CLOSURE, NODES
 from ..inputs import Inputs
-from ..job import Job
+from ..job import QI, Job
 from ..metrics import are, discernibility, make_workload, ncp
 from ..sqlrender import render
 
@@ -19,13 +19,7 @@ def generalized_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
     numeric, categorical = [], []
     for q in qis:
         if q.kind == "numeric":
-            if q.hierarchy:   # bounds of the hierarchy's root: what a fully generalized value spans
-                lo, hi = backend.rows(f"report: domain of {q.column}", render(
-                    "metrics/hierarchy_domain.sql.j2", node_table=NODES), {"hierarchy": q.hierarchy})[0]
-            else:
-                lo, hi = backend.rows(f"report: domain of {q.column}", render(
-                    "metrics/domain.sql.j2", relation=inputs.person, column=q.column))[0]
-            numeric.append((q.column, float(lo), float(hi)))
+            numeric.append((q.column, *numeric_domain(backend, q, inputs)))
         else:
             categorical.append((q.column, q.hierarchy))
     weights = {q.column: q.weight for q in qis if q.weight is not None} or None   # all or none (job.py)
@@ -39,3 +33,15 @@ def generalized_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
                      hier_closure_relation=CLOSURE, hier_node_relation=NODES)
     out["summary"] = {"info_loss": ("NCP", out["ncp"]["ncp"]), "are": out["are"]["are"]}
     return out
+
+
+def numeric_domain(backend: Backend, qi: QI, inputs: Inputs) -> tuple[float, float]:
+    """The span NCP divides a numeric QI's interval width by: the bounds of its hierarchy's root
+    (what a fully generalized value spans), or the data's min and max without a hierarchy."""
+    if qi.hierarchy:
+        lo, hi = backend.rows(f"report: domain of {qi.column}", render(
+            "metrics/hierarchy_domain.sql.j2", node_table=NODES), {"hierarchy": qi.hierarchy})[0]
+    else:
+        lo, hi = backend.rows(f"report: domain of {qi.column}", render(
+            "metrics/domain.sql.j2", relation=inputs.person, column=qi.column))[0]
+    return float(lo), float(hi)

@@ -1,0 +1,150 @@
+"""Every measure the report shows: its name, one line on what it means, and the paper that
+defines it; and, per method, which numbers of the method's own report (``Method.report``) are
+which measure. Also the one loss number a sweep plots for each method.
+
+Nothing is computed here: the values are the method's, read from its report by key path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+SEED_000 = "seed 000 (ArtUC, utility-constrained (k, k^m)-anonymity; spec rt_kkm)"
+SEED_001 = "Loukides et al., Disassociation for electronic health record privacy, J. Biomed. Inform. 2014 (seed 001)"
+SEED_002 = "Lee et al., Utility-preserving anonymization for health data publishing, BMC MIDM 2017 (seed 002)"
+SEED_003 = "Mohammed et al., Anonymizing healthcare data: blood transfusion service, KDD 2009 (seed 003)"
+SEED_004 = "Tamersoy et al., Anonymization of longitudinal electronic medical records, IEEE TITB 2012 (seed 004)"
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    meaning: str
+    source: str
+    lower_is_better: bool = True
+
+
+MEASURES: dict[str, Measure] = {m.name: m for m in (
+    Measure("NCP", "Normalized Certainty Penalty: the share of each QI's domain a released value spans, "
+                   "averaged over records and QIs (0 exact, 1 fully generalized)",
+            "Xu et al., Utility-based anonymization using local recoding, KDD 2006; " + SEED_000 + " Def. 3-4"),
+    Measure("DM", "Discernibility metric: sum over classes of |class|^2 (large classes cost more)",
+            "Bayardo & Agrawal, Data privacy through optimal k-anonymization, ICDE 2005"),
+    Measure("C_avg/k", "Average class size divided by k (1 is the ideal: classes no larger than needed)",
+            "LeFevre, DeWitt & Ramakrishnan, Mondrian multidimensional k-anonymity, ICDE 2006"),
+    Measure("ARE", "Average relative error of seeded COUNT queries answered on the release",
+            "LeFevre et al., ICDE 2006; " + SEED_000 + " Def. 7"),
+    Measure("LM", "Loss metric: (leaves under the released value - 1) / (leaves of the domain - 1), "
+                  "averaged over records and QIs",
+            "Iyengar, Transforming data to satisfy privacy constraints, KDD 2002 (as " + SEED_002 + " uses it)"),
+    Measure("LM_real", "LM over the real records only (counterfeits left out)", SEED_002),
+    Measure("RCE", "Reconstruction error: how far the QI value distribution a recipient can rebuild "
+                   "from the release and catalog is from the original's", SEED_002),
+    Measure("counterfeits", "Counterfeit records added so that every class reaches k", SEED_002),
+    Measure("query error", "Relative error of per-value COUNT queries on one QI, with the catalog "
+                           "subtracted (raw: without it)", SEED_002 + " Fig. 5-10"),
+    Measure("UL", "Utility loss of diagnosis codes per record: generalization (UL_gen) plus suppression "
+                  "(UL_sup)", SEED_000 + " Def. 5-6"),
+    Measure("UL_gen", "Utility loss from generalizing codes into tokens", SEED_000 + " Def. 5"),
+    Measure("UL_sup", "Utility loss from suppressed code occurrences, per published record", SEED_000 + " Def. 6"),
+    Measure("suppressed codes", "Share of distinct diagnosis codes removed from the release (%)", SEED_000),
+    Measure("suppression rate", "Share of distinct diagnosis codes removed from the release", SEED_001 + " Fig. 14"),
+    Measure("ARE W1", "ARE of COUNT queries for frequent code sets (1-4 codes) on the release", SEED_001 + " Def. 2"),
+    Measure("ARE W2", "ARE of COUNT queries for random code sets (1-4 codes) on the release", SEED_001 + " Def. 2"),
+    Measure("ARE W1 (reconstructed)", "ARE W1 averaged over seeded random reconstructions", SEED_001 + " §6"),
+    Measure("MRE", "Mean relative error of the support of each utility constraint", SEED_001 + " Def. 3"),
+    Measure("MRE within 5%", "Share of utility constraints whose support is off by less than 5%",
+            SEED_001 + " Fig. 11", lower_is_better=False),
+    Measure("ARE demographics (W1)", "ARE of COUNT queries on two demographic attributes", SEED_000 + " §5.4"),
+    Measure("ARE demographic + code (W2)", "ARE of COUNT queries on one demographic attribute and one code",
+            SEED_000 + " §5.4"),
+    Measure("ARE codes (W3)", "ARE of COUNT queries on two diagnosis codes", SEED_000 + " §5.4"),
+    Measure("DR", "Discernibility ratio: sum over classes of |class|^2 / |T|^2", SEED_003 + " §5.1"),
+    Measure("CE", "Classification error (%) of a decision tree trained on the release", SEED_003 + " §5.1"),
+    Measure("BE", "Baseline error (%): the same tree trained on the raw data", SEED_003 + " §5.1"),
+    Measure("UE", "Upper-bound error (%): the raw data without the QIs", SEED_003 + " §5.1"),
+    Measure("ILM", "Information loss of the generalized (code, age) pairs, per record (Algorithm 3)",
+            SEED_004 + " Alg. 3 step 20"),
+    Measure("ALM", "Information loss per released (code, age) pair (Algorithm 3)", SEED_004 + " Alg. 3 step 20"),
+    Measure("ILM (Def. 8)", "ILM as Definition 8 normalizes it", SEED_004 + " Def. 8"),
+    Measure("ALM (Def. 8)", "ALM as Definition 8 normalizes it", SEED_004 + " Def. 8"),
+    Measure("AvgRE", "Average relative error of frequent (code, age) combination COUNT queries",
+            SEED_004 + " Appendix B"),
+)}
+
+
+# method -> [(measure name, key path into the method's report)]; a path that is missing or None in
+# a report (e.g. CE without scikit-learn) is left out.
+Path = tuple[str, ...]
+_GENERALIZED: list[tuple[str, Path]] = [("NCP", ("ncp", "ncp")), ("DM", ("discernibility", "dm")),
+                                        ("C_avg/k", ("discernibility", "c_avg_norm")), ("ARE", ("are", "are"))]
+_ARTUC: list[tuple[str, Path]] = [("NCP", ("ncp",)), ("UL", ("ul",)), ("UL_gen", ("ul_gen",)), ("UL_sup", ("ul_sup",)),
+                                  ("suppressed codes", ("suppressed_codes_pct",)),
+                                  ("ARE demographics (W1)", ("are", "W1")),
+                                  ("ARE demographic + code (W2)", ("are", "W2")), ("ARE codes (W3)", ("are", "W3"))]
+METHOD_MEASURES: dict[str, list[tuple[str, Path]]] = {
+    "fulldomain": _GENERALIZED,
+    "artuc": _ARTUC, "artuc_baseline": _ARTUC, "artuc_rmr": _ARTUC,
+    "counterfeit": [("LM", ("lm",)), ("LM_real", ("lm_real",)), ("DM", ("dm",)), ("RCE", ("rce",)),
+                    ("counterfeits", ("n_counterfeits",))],
+    "lkc": [("DR", ("discernibility", "dr")), ("CE", ("classification", "CE")), ("BE", ("classification", "BE")),
+            ("UE", ("classification", "UE"))],
+    "disassociation": [("ARE W1", ("are", "W1", "expected", "are")), ("ARE W2", ("are", "W2", "expected", "are")),
+                       ("ARE W1 (reconstructed)", ("are", "W1", "are_mean")), ("MRE", ("mre", "mean")),
+                       ("MRE within 5%", ("mre", "within_5")), ("suppression rate", ("suppression_rate",))],
+    "cba": [("suppression rate", ("suppression_rate",)), ("ARE W1", ("are", "W1", "are")),
+            ("ARE W2", ("are", "W2", "are"))],
+    "longitudinal": [("ILM", ("ilm_alg",)), ("ALM", ("alm_alg",)), ("ILM (Def. 8)", ("ilm_def8",)),
+                     ("ALM (Def. 8)", ("alm_def8",)), ("AvgRE", ("avg_re",))],
+}
+
+
+@dataclass(frozen=True)
+class SweepLoss:
+    """The one loss number a sweep plots for a method: a measure, read from the run's facts
+    (``from_facts``: the method's report reads the published metadata, which a sweep never
+    writes) or from the method's report on the staged tables."""
+
+    measure: str
+    path: Path
+    from_facts: bool = False
+
+
+SWEEP_LOSS: dict[str, SweepLoss] = {
+    "fulldomain": SweepLoss("NCP", ("ncp", "ncp")),
+    "artuc": SweepLoss("NCP", ("ncp",), True), "artuc_baseline": SweepLoss("NCP", ("ncp",), True),
+    "artuc_rmr": SweepLoss("NCP", ("ncp",), True),
+    "counterfeit": SweepLoss("LM", ("lm",), True),
+    "lkc": SweepLoss("DR", ("discernibility", "dr")),
+    "disassociation": SweepLoss("ARE W1", ("are", "W1", "expected", "are")),
+    "cba": SweepLoss("suppression rate", ("suppression_rate",)),
+    "longitudinal": SweepLoss("ILM", ("ilm_alg",), True),
+}
+
+
+def lookup(report: Mapping[str, Any], path: Path) -> Any:
+    """The value at ``path`` in a nested report, or None when any step is missing."""
+    value: Any = report
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def measures_of(method: str, report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The method's measures as ``{"name", "value", "meaning", "source", "key"}``, in the order
+    :data:`METHOD_MEASURES` lists them. A method without an entry (a plug-in) shows the numbers
+    at the top of its report, with no meaning or source to give."""
+    if method not in METHOD_MEASURES:
+        return [{"name": key, "value": value, "meaning": "(a plug-in method's measure: no description)",
+                 "source": "", "key": key} for key, value in report.items()
+                if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    out = []
+    for name, path in METHOD_MEASURES[method]:
+        value = lookup(report, path)
+        if value is not None:
+            m = MEASURES[name]
+            out.append({"name": name, "value": value, "meaning": m.meaning, "source": m.source,
+                        "key": ".".join(path)})
+    return out

@@ -1,0 +1,72 @@
+"""The terminal report: a short summary a steward reads in one screen (headline numbers, risk
+before and after, one line per measure with what it means). ``--json`` prints the document."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+RISK_ROWS = (("prosecutor_risk_max", "highest re-identification risk (1 / smallest class)"),
+             ("prosecutor_risk_avg", "average re-identification risk"),
+             ("records_below_k", "share of records in classes smaller than k"),
+             ("sample_uniques", "records alone in their class"),
+             ("n_classes", "classes"))
+
+
+def number(value: Any) -> str:
+    """A measure as the report shows it: integers whole, other numbers to 4 significant digits."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def summary(doc: Mapping[str, Any]) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in doc["params"].items() if not isinstance(v, (dict, list)))
+    checks = doc["checks"]
+    verdicts = ", ".join(f"{name} {'pass' if ok else 'FAIL'}" for name, ok in checks["verified"].items())
+    lines = [f"release {doc['release']}: method {doc['method']} ({params}), seed {doc['seed']}",
+             f"verifier at publication: {checks['verdict'].upper()} ({verdicts})", ""]
+    risk = doc["risk"]
+    before, after = risk["before"], risk["after"]
+    title = f"risk ({risk['model']} model, k = {risk['k']})"
+    lines.append(f"{title:<54}{'before':>8}   {'after':>8}")
+    for key, label in RISK_ROWS:
+        lines.append(f"  {label:<52}{number(before[key]):>8}   {number(after[key]) if after else '-':>8}")
+    lines.append(f"  before: {before['class_definition']}")
+    lines.append(f"  after:  {after['class_definition'] if after else 'no class view for this method'}")
+    lines.append("")
+    attributes = doc["loss"]["attributes"]
+    if attributes:
+        lines.append("loss per attribute")
+        for a in attributes:
+            extra = "".join(f", {key.replace('_', ' ')} {number(a[key])}" for key in ("level", "cut", "mean_width", "query_error")
+                            if key in a)
+            lines.append(f"  {a['attribute']:<20} NCP {number(a.get('ncp'))}{extra}")
+    else:
+        lines.append(f"loss per attribute: none ({doc['loss']['note']})")
+    lines.append("")
+    lines.append("measures")
+    for m in doc["measures"]:
+        lines.append(f"  {m['name']:<24}{number(m['value']):>10}  {m['meaning']}")
+    for w in doc["workloads"]:
+        if "quantiles" in w:
+            q = w["quantiles"]
+            lines.append(f"  {w['name']}: median {number(q['p50'])}, 90% below {number(q['p90'])}, "
+                         f"max {number(q['p100'])} ({w['n']} queries)")
+    lines.extend(f"note: {n}" for n in doc["notes"])
+    return "\n".join(lines)
+
+
+def sweep_table(doc: Mapping[str, Any]) -> str:
+    """One line per point of a sweep."""
+    loss = doc["loss"]["name"]
+    lines = [f"sweep of {doc['method']}'s {doc['param']} (nothing published): {loss} = {doc['loss']['meaning']}",
+             f"{doc['param']:>8} {loss:>12} {'risk max':>10} {'risk avg':>10} {'below k':>8} {'classes':>9} {'s':>7}"]
+    for p in doc["points"]:
+        r = p["risk_after"] or {}
+        lines.append(f"{number(p['value']):>8} {number(p['loss']):>12} {number(r.get('prosecutor_risk_max')):>10} "
+                     f"{number(r.get('prosecutor_risk_avg')):>10} {number(r.get('records_below_k')):>8} "
+                     f"{number(r.get('n_classes')):>9} {p['seconds']:>7.2f}")
+    return "\n".join(lines)
