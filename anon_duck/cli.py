@@ -68,8 +68,6 @@ def _parser() -> argparse.ArgumentParser:
 
     job_cmd("run", "anonymize, verify and publish the release into the database", _run)
     job_cmd("verify", "re-check a published release with the independent verifier (exit 1 on violations)", _verify)
-    r = job_cmd("report", "print utility and risk measures of a published release", _report)
-    r.add_argument("--json", action="store_true", help="print JSON")
     k = job_cmd("risk", "re-identification risk of the job's input, before any release (docs/risk.md)", _risk)
     k.add_argument("--json", action="store_true", help="print the nested JSON (schema in docs/risk.md)")
     k.add_argument("--population-size", type=_positive_int, default=None, metavar="N",
