@@ -16,7 +16,7 @@ from . import api
 from .version import __version__
 from .errors import AnonDuckError, InputError, JobError, VerificationError
 from .job import check_threshold, load_job
-from .risk_text import risk_summary
+from .reports.risk_text import risk_summary
 from .progress import TerminalProgress
 
 

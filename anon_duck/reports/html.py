@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from ..errors import InputError
 from . import plots
-from .text import RISK_ROWS, number
+from .text import number, risk_rows
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -36,7 +36,7 @@ def report_page(doc: Mapping[str, Any]) -> str:
         figures["loss"] = plots.attribute_loss(doc["loss"]["attributes"])
     workloads = [(w, Markup(plots.workload(w, i))) for i, w in enumerate(doc["workloads"])]
     return _ENV.get_template("report.html.j2").render(
-        doc=doc, risk_rows=RISK_ROWS, figures={k: Markup(v) for k, v in figures.items()}, workloads=workloads)
+        doc=doc, risk_rows=risk_rows(risk), figures={k: Markup(v) for k, v in figures.items()}, workloads=workloads)
 
 
 def sweep_page(doc: Mapping[str, Any]) -> str:

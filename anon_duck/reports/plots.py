@@ -43,15 +43,19 @@ def _svg(plt: Any, fig: Any, name: str) -> str:
 
 
 def risk_bars(risk: Mapping[str, Any]) -> str:
-    """Before/after bars of the three risk shares."""
+    """Before/after bars of the risk shares: highest and average risk, records below k, records
+    at risk per threshold."""
     plt = require()
-    keys = (("prosecutor_risk_max", "highest risk"), ("prosecutor_risk_avg", "average risk"),
-            ("records_below_k", f"records in classes < {risk['k']}"))
-    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    keys = [(lambda side: side["prosecutor_risk_max"], "highest risk"),
+            (lambda side: side["prosecutor_risk_avg"], "average risk"),
+            (lambda side: side["records_below_k"], f"records in classes < {risk['k']}")]
+    keys += [(lambda side, i=i: side["records_at_risk"][i]["share"], f"records at risk > {t:g}")
+             for i, t in enumerate(risk["thresholds"])]
+    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.4 * len(keys)))
     ys = range(len(keys))
-    ax.barh([y - 0.2 for y in ys], [risk["before"][k] for k, _ in keys], 0.4, color=BEFORE, label="before")
+    ax.barh([y - 0.2 for y in ys], [value(risk["before"]) for value, _ in keys], 0.4, color=BEFORE, label="before")
     if risk["after"]:
-        ax.barh([y + 0.2 for y in ys], [risk["after"][k] for k, _ in keys], 0.4, color=AFTER, label="after")
+        ax.barh([y + 0.2 for y in ys], [value(risk["after"]) for value, _ in keys], 0.4, color=AFTER, label="after")
     ax.set_yticks(list(ys), [label for _, label in keys])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
