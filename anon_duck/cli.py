@@ -16,7 +16,7 @@ from . import api
 from .version import __version__
 from .errors import AnonDuckError, InputError, JobError, VerificationError
 from .job import check_threshold, load_job
-from .risk_text import risk_summary
+from .reports.risk_text import risk_summary
 from .progress import TerminalProgress
 
 
@@ -68,8 +68,6 @@ def _parser() -> argparse.ArgumentParser:
 
     job_cmd("run", "anonymize, verify and publish the release into the database", _run)
     job_cmd("verify", "re-check a published release with the independent verifier (exit 1 on violations)", _verify)
-    r = job_cmd("report", "print utility and risk measures of a published release", _report)
-    r.add_argument("--json", action="store_true", help="print JSON")
     k = job_cmd("risk", "re-identification risk of the job's input, before any release (docs/risk.md)", _risk)
     k.add_argument("--json", action="store_true", help="print the nested JSON (schema in docs/risk.md)")
     k.add_argument("--population-size", type=_positive_int, default=None, metavar="N",
@@ -81,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--threshold", type=_threshold, action="append", default=None, metavar="T",
                    help="a risk threshold in (0, 1] for records at risk (repeatable; replaces the defaults "
                         "0.5 0.2 0.1 0.05 and risk.thresholds)")
+    k.add_argument("--html", type=Path, default=None, metavar="PATH",
+                   help="also write one self-contained HTML page with figures (needs the report extra)")
     r = job_cmd("report", "summarize a published release: risk before/after, loss per attribute, the method's "
                           "measures (docs/report.md)", _report)
     r.add_argument("--json", action="store_true", help="print the report document as JSON (schema: docs/report.md)")
@@ -289,11 +289,18 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _risk(args: argparse.Namespace) -> int:
+    from .reports import html
     job = load_job(args.job)
+    if args.html is not None:      # refuse a bad path or a missing extra before any work
+        html.check_target(args.html)
+        html.plots.require()
     with _connect(args, read_only=True) as con:
         out = api.risk(con, job, population_size=args.population_size, population_table=args.population_table,
                        thresholds=args.threshold)
     print(json.dumps(out, indent=2, default=str) if args.json else risk_summary(out))
+    if args.html is not None:
+        html.write(args.html, html.risk_page(out, job.release.name))
+        print(f"(written: {args.html})", file=sys.stderr)
     return 0
 
 

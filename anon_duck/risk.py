@@ -25,16 +25,22 @@ RISK_MEASURES = ("n_records", "n_classes", "min_class_size", "max_class_size", "
                  "prosecutor_risk_avg", "records_below_k", "sample_uniques")
 
 
-def risk_measures(backend: Backend, *, relation: Relation, qis: Sequence[str], k: int = 5) -> dict[str, Any]:
+def risk_measures(backend: Backend, *, relation: Relation, qis: Sequence[str], k: int = 5,
+                  thresholds: Sequence[float] = ()) -> dict[str, Any]:
     """One dict of :data:`RISK_MEASURES`: class counts and sizes, the highest and the average
     prosecutor risk (1 / smallest class; classes / records), the share of records in classes
-    smaller than ``k`` and the number of sample uniques. NULL in a QI raises InputError (it
-    would form a class of its own)."""
+    smaller than ``k`` and the number of sample uniques; with ``thresholds``, also
+    ``records_at_risk`` (``[{"threshold", "share"}]``, the share of records whose risk exceeds
+    each), from the same pass. NULL in a QI raises InputError (it would form a class of its own)."""
     qis = column_names("risk_measures", "qis", qis)
     positive_int("risk_measures", "k", k)
     refuse_nulls(backend, "risk_measures", relation, qis)
-    row = backend.rows("risk: measures", render("risk/risk_measures.sql.j2", relation=relation, qis=qis, k=int(k)))[0]
-    return dict(zip(RISK_MEASURES, row))
+    row = backend.rows("risk: measures", render("risk/risk_measures.sql.j2", relation=relation, qis=qis, k=int(k),
+                                                thresholds=list(thresholds)))[0]
+    measures = dict(zip(RISK_MEASURES, row))
+    if thresholds:
+        measures["records_at_risk"] = _at_risk(thresholds, row[len(RISK_MEASURES):])
+    return measures
 
 
 def class_size_distribution(backend: Backend, *, relation: Relation, qis: Sequence[str]) -> list[dict[str, int]]:
@@ -108,11 +114,8 @@ def qi_risk(backend: Backend, *, relation: Relation, qis: Sequence[str], k: int,
             population: Population = Population()) -> dict[str, Any]:
     """The ``qis`` section: class sizes, prosecutor and marketer risk, records at risk per
     threshold, sample uniques; with a population, journalist risk and population uniqueness."""
-    qis = column_names("qi_risk", "qis", qis)
-    refuse_nulls(backend, "risk", relation, qis)
-    row = backend.rows("risk: prosecutor", render("risk/risk_measures.sql.j2", relation=relation, qis=qis, k=int(k),
-                                                  thresholds=list(thresholds)))[0]
-    measures = dict(zip(RISK_MEASURES, row))
+    measures = risk_measures(backend, relation=relation, qis=qis, k=k, thresholds=thresholds)
+    qis = list(qis)
     n = int(measures["n_records"])
     sizes = class_size_distribution(backend, relation=relation, qis=qis)
     out: dict[str, Any] = {
@@ -120,7 +123,7 @@ def qi_risk(backend: Backend, *, relation: Relation, qis: Sequence[str], k: int,
         "min_class_size": measures["min_class_size"], "max_class_size": measures["max_class_size"],
         "class_sizes": sizes,
         "prosecutor": {"highest": measures["prosecutor_risk_max"], "average": measures["prosecutor_risk_avg"],
-                       "records_at_risk": _at_risk(thresholds, row[len(RISK_MEASURES):])},
+                       "records_at_risk": measures["records_at_risk"]},
         "sample_uniques": {"records": int(measures["sample_uniques"]),
                            "share": int(measures["sample_uniques"]) / n if n else None},
         "records_below_k": {"k": int(k), "share": measures["records_below_k"]},

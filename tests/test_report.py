@@ -94,10 +94,14 @@ def test_json_is_the_documented_nested_schema(toy_db, capsys):
                         "loss", "measures", "workloads", "notes"}
     assert doc["schema"] == "anon_duck.report/1" and doc["params"] == {"k": 2} and doc["seed"] == "1"
     assert doc["checks"] == {"verified": {"k_anonymity": True}, "verdict": "pass"}
-    assert set(doc["risk"]) == {"model", "k", "before", "after"} and doc["risk"]["k"] == 2
-    assert set(doc["risk"]["after"]) == {"class_definition", "n_records", "n_classes", "min_class_size",
-                                         "max_class_size", "prosecutor_risk_max", "prosecutor_risk_avg",
-                                         "records_below_k", "sample_uniques", "distribution"}
+    assert set(doc["risk"]) == {"model", "k", "thresholds", "before", "after"} and doc["risk"]["k"] == 2
+    assert doc["risk"]["thresholds"] == [0.5, 0.2, 0.1, 0.05]       # anon-duck risk's defaults
+    for side in ("before", "after"):
+        assert set(doc["risk"][side]) == {"class_definition", "n_records", "n_classes", "min_class_size",
+                                          "max_class_size", "prosecutor_risk_max", "prosecutor_risk_avg",
+                                          "records_below_k", "sample_uniques", "records_at_risk", "marketer_risk",
+                                          "distribution"}
+        assert [r["threshold"] for r in doc["risk"][side]["records_at_risk"]] == [0.5, 0.2, 0.1, 0.05]
     assert doc["risk"]["after"]["distribution"] == [{"class_size": 2, "n_classes": 6, "n_records": 12}]
     assert [a["level"] for a in doc["loss"]["attributes"]] == [2, 0, 1]      # the facts' lattice node
     assert [m["name"] for m in doc["measures"]] == ["NCP", "DM", "C_avg/k", "ARE"]

@@ -1,4 +1,4 @@
-"""One self-contained HTML file from a report or sweep document: inline CSS, inline SVG figures
+"""One self-contained HTML file from a report or sweep document, or from ``anon-duck risk``'s dict: inline CSS, inline SVG figures
 (:mod:`.plots`), no script, no link to anything outside the file, so it opens without a network
 and can be mailed or archived as it is. Written to a temporary sibling and renamed into place."""
 from __future__ import annotations
@@ -11,8 +11,9 @@ import jinja2
 from markupsafe import Markup
 
 from ..errors import InputError
-from . import plots
-from .text import RISK_ROWS, number
+from ..version import __version__
+from . import plots, risk_plots
+from .text import number, risk_rows
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -36,7 +37,24 @@ def report_page(doc: Mapping[str, Any]) -> str:
         figures["loss"] = plots.attribute_loss(doc["loss"]["attributes"])
     workloads = [(w, Markup(plots.workload(w, i))) for i, w in enumerate(doc["workloads"])]
     return _ENV.get_template("report.html.j2").render(
-        doc=doc, risk_rows=RISK_ROWS, figures={k: Markup(v) for k, v in figures.items()}, workloads=workloads)
+        doc=doc, risk_rows=risk_rows(risk), figures={k: Markup(v) for k, v in figures.items()}, workloads=workloads)
+
+
+def risk_page(out: Mapping[str, Any], release: str) -> str:
+    """The page of :func:`anon_duck.api.risk`'s dict for the job publishing ``release``: the
+    input summary, class sizes, records at risk, the drivers, code sets and trajectories (each
+    section when the job has such data)."""
+    figures = {}
+    if out["qis"] is not None:
+        figures["classes"] = risk_plots.class_sizes(out["qis"], out["options"]["k"])
+        figures["at_risk"] = risk_plots.at_risk(out["qis"])
+        figures["drivers"] = risk_plots.drivers(out["drivers"])
+    if out["codes"] is not None:
+        figures["codes"] = risk_plots.codes(out["codes"])
+    if out["events"] is not None:
+        figures["events"] = risk_plots.events(out["events"])
+    return _ENV.get_template("risk.html.j2").render(out=out, release=release, version=__version__,
+                                                    figures={k: Markup(v) for k, v in figures.items()})
 
 
 def sweep_page(doc: Mapping[str, Any]) -> str:

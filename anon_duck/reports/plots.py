@@ -29,7 +29,7 @@ def require() -> Any:
     return plt
 
 
-def _svg(plt: Any, fig: Any, name: str) -> str:
+def svg(plt: Any, fig: Any, name: str) -> str:
     """The figure as an ``<svg>`` element: text kept as text (searchable, small), ids salted by
     the figure's name (several SVGs share one page), no XML prolog, DOCTYPE or metadata."""
     buf = io.StringIO()
@@ -43,21 +43,25 @@ def _svg(plt: Any, fig: Any, name: str) -> str:
 
 
 def risk_bars(risk: Mapping[str, Any]) -> str:
-    """Before/after bars of the three risk shares."""
+    """Before/after bars of the risk shares: highest and average risk, records below k, records
+    at risk per threshold."""
     plt = require()
-    keys = (("prosecutor_risk_max", "highest risk"), ("prosecutor_risk_avg", "average risk"),
-            ("records_below_k", f"records in classes < {risk['k']}"))
-    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    keys = [(lambda side: side["prosecutor_risk_max"], "highest risk"),
+            (lambda side: side["prosecutor_risk_avg"], "average risk"),
+            (lambda side: side["records_below_k"], f"records in classes < {risk['k']}")]
+    keys += [(lambda side, i=i: side["records_at_risk"][i]["share"], f"records at risk > {t:g}")
+             for i, t in enumerate(risk["thresholds"])]
+    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.4 * len(keys)))
     ys = range(len(keys))
-    ax.barh([y - 0.2 for y in ys], [risk["before"][k] for k, _ in keys], 0.4, color=BEFORE, label="before")
+    ax.barh([y - 0.2 for y in ys], [value(risk["before"]) for value, _ in keys], 0.4, color=BEFORE, label="before")
     if risk["after"]:
-        ax.barh([y + 0.2 for y in ys], [risk["after"][k] for k, _ in keys], 0.4, color=AFTER, label="after")
+        ax.barh([y + 0.2 for y in ys], [value(risk["after"]) for value, _ in keys], 0.4, color=AFTER, label="after")
     ax.set_yticks(list(ys), [label for _, label in keys])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("share (prosecutor model)")
     ax.legend(loc="lower right", frameon=False)
-    return _svg(plt, fig, "risk")
+    return svg(plt, fig, "risk")
 
 
 def buckets(distribution: Sequence[Mapping[str, int]], largest: int) -> list[tuple[str, int]]:
@@ -74,10 +78,16 @@ def buckets(distribution: Sequence[Mapping[str, int]], largest: int) -> list[tup
 
 def class_histograms(risk: Mapping[str, Any]) -> str:
     """Records per class size, before and after, side by side."""
-    plt = require()
     sides = [("before", risk["before"], BEFORE)] + ([("after", risk["after"], AFTER)] if risk["after"] else [])
+    return class_size_panels(sides, risk["k"], "classes")
+
+
+def class_size_panels(sides: Sequence[tuple[str, Mapping[str, Any], str]], k: int, name: str) -> str:
+    """One panel of records per class-size bucket for each ``(title, side, colour)``, a side
+    holding ``distribution``, ``n_classes`` and ``max_class_size``; a dashed line at ``k``."""
+    plt = require()
     fig, axes = plt.subplots(1, len(sides), figsize=(6.4 if len(sides) == 1 else 10, 3), squeeze=False)
-    largest = max(side["max_class_size"] or 0 for _, side, _ in sides)     # one x axis for both sides
+    largest = max(side["max_class_size"] or 0 for _, side, _ in sides)     # one x axis for every side
     for ax, (title, side, color) in zip(axes[0], sides):
         bars = buckets(side["distribution"], largest)
         ax.bar([b for b, _ in bars], [n for _, n in bars], color=color)
@@ -85,9 +95,9 @@ def class_histograms(risk: Mapping[str, Any]) -> str:
         ax.set_xlabel("class size")
         ax.set_ylabel("records")
         ax.tick_params(axis="x", labelsize=8, labelrotation=45)
-        ax.axvline(-0.5 + sum(1 for lo, _ in SIZE_BUCKETS[:len(bars)] if lo < risk["k"]), color="#c53030",
+        ax.axvline(-0.5 + sum(1 for lo, _ in SIZE_BUCKETS[:len(bars)] if lo < k), color="#c53030",
                    linestyle="--", linewidth=1)
-    return _svg(plt, fig, "classes")
+    return svg(plt, fig, name)
 
 
 def attribute_loss(attributes: Sequence[Mapping[str, Any]]) -> str:
@@ -98,7 +108,7 @@ def attribute_loss(attributes: Sequence[Mapping[str, Any]]) -> str:
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("NCP (0 = original values, 1 = fully generalized)")
-    return _svg(plt, fig, "loss")
+    return svg(plt, fig, "loss")
 
 
 def workload(w: Mapping[str, Any], index: int) -> str:
@@ -116,7 +126,7 @@ def workload(w: Mapping[str, Any], index: int) -> str:
         ax.set_ylabel(w["name"].split(" by ")[0].split(" of ")[0])
         ax.tick_params(axis="x", labelsize=8)
     ax.set_title(w["name"], fontsize=10)
-    return _svg(plt, fig, f"workload{index}")
+    return svg(plt, fig, f"workload{index}")
 
 
 def sweep_curve(doc: Mapping[str, Any]) -> str:
@@ -134,4 +144,4 @@ def sweep_curve(doc: Mapping[str, Any]) -> str:
             ax.annotate(f"{doc['param']}={p['value']}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel(f"{label} of the release (prosecutor model)")
     axes[0].set_ylabel(f"{doc['loss']['name']} (loss)")
-    return _svg(plt, fig, "sweep")
+    return svg(plt, fig, "sweep")

@@ -9,7 +9,7 @@ from ..backend.base import Backend
 from ..inputs import Inputs
 from ..job import Job
 from . import catalog, classes
-from .risk import risk_k, side
+from .risk import risk_k, risk_thresholds, side
 
 SCHEMA = "anon_duck.sweep/1"
 
@@ -29,10 +29,11 @@ def measure_point(backend: Backend, job: Job, inputs: Inputs, tables: Mapping[st
     value = catalog.lookup(facts if spec.from_facts else report(), spec.path)
     if isinstance(value, (list, tuple)):      # a plug-in's summary.info_loss: (name, value)
         value = value[1]
-    k = risk_k(job)
+    k, thresholds = risk_k(job), risk_thresholds(job)
     after = classes.after(backend, job, tables)
-    return {"loss": value, "risk_before": _measures(side(backend, classes.before(backend, job, inputs), k)),
-            "risk_after": _measures(side(backend, after, k)) if after is not None else None}
+    return {"loss": value,
+            "risk_before": _measures(side(backend, classes.before(backend, job, inputs), k, thresholds)),
+            "risk_after": _measures(side(backend, after, k, thresholds)) if after is not None else None}
 
 
 def _measures(risk: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,20 @@ RISK_ROWS = (("prosecutor_risk_max", "highest re-identification risk (1 / smalle
              ("prosecutor_risk_avg", "average re-identification risk"),
              ("records_below_k", "share of records in classes smaller than k"),
              ("sample_uniques", "records alone in their class"),
-             ("n_classes", "classes"))
+             ("n_classes", "classes"),
+             ("marketer_risk", "marketer risk (no population: classes / records)"))
+
+
+def risk_rows(risk: Mapping[str, Any]) -> list[tuple[str, str, Any, Any]]:
+    """``(key, label, before, after)`` per row of the before/after risk table: :data:`RISK_ROWS`,
+    then the share of records at risk above each threshold (``after`` is None without an after
+    side). The key names the value in a side (``records_at_risk.<t>`` for a threshold)."""
+    before, after = risk["before"], risk["after"]
+    rows = [(key, label, before[key], after[key] if after else None) for key, label in RISK_ROWS]
+    for i, t in enumerate(risk["thresholds"]):
+        rows.append((f"records_at_risk.{t:g}", f"share of records at risk > {t:g} (1 in {1 / t:.3g})",
+                     before["records_at_risk"][i]["share"], after["records_at_risk"][i]["share"] if after else None))
+    return rows
 
 
 def number(value: Any) -> str:
@@ -32,8 +45,8 @@ def summary(doc: Mapping[str, Any]) -> str:
     before, after = risk["before"], risk["after"]
     title = f"risk ({risk['model']} model, k = {risk['k']})"
     lines.append(f"{title:<54}{'before':>8}   {'after':>8}")
-    for key, label in RISK_ROWS:
-        lines.append(f"  {label:<52}{number(before[key]):>8}   {number(after[key]) if after else '-':>8}")
+    for _, label, b, a in risk_rows(risk):
+        lines.append(f"  {label:<52}{number(b):>8}   {number(a) if after else '-':>8}")
     lines.append(f"  before: {before['class_definition']}")
     lines.append(f"  after:  {after['class_definition'] if after else 'no class view for this method'}")
     lines.append("")
