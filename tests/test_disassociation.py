@@ -232,7 +232,8 @@ def test_release_has_no_ids_and_unlinkable_deterministic_sub_ids(con):
     first = {t: table_fingerprint(con, f"toy_dis_{t}") for t in ("record_chunks", "shared_chunks")}
     cols = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name LIKE 'toy_dis_%'"
                                       " AND table_name <> 'toy_dis_meta'").fetchall()}
-    assert cols == {"cluster_id", "n_records", "joint_id", "chunk_id", "sub_id", "codes", "code"}
+    assert cols == {"cluster_id", "n_records", "joint_id", "chunk_id", "sub_id", "codes", "code",
+                    "code_a", "code_b", "support"}       # the last three: the support view's
     values = {str(v) for (v,) in con.execute("SELECT unnest(codes) FROM toy_dis_record_chunks").fetchall()}
     assert not any(v.startswith("r") for v in values)
     anon_duck.run(con, job)
