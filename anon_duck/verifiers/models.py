@@ -72,13 +72,9 @@ def k_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], k: 
     qis = column_names(name, "qis", qis)
     positive_int(name, "k", k)
     _reserved(name, qis, ("class_size",))
-    refuse_nulls(backend, name, relation, qis)
-    rows = backend.rows(f"verify {name}", render("verify/k_anonymity_violations.sql.j2", relation=relation, qis=qis,
-                                                 k=int(k)),
-                        {"limit": _sql_limit(limit)})
+    summary, rows = _one_pass(backend, name, relation, qis, limit, "verify/k_anonymity_violations.sql.j2", k=int(k))
     violations = [{**_qi_dict(qis, r), "class_size": r[len(qis)]} for r in rows]
-    summary = _class_summary(backend, name, relation, qis, None)
-    return _result(name, rows, violations, limit, {**summary, "k": int(k)})
+    return _counted(name, summary, violations, limit, {"k": int(k)})
 
 
 def suppression(backend: Backend, *, relation: Relation, original: Relation, limit: float) -> CheckResult:
@@ -117,14 +113,11 @@ def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
     if sensitive in qis:
         raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
     _reserved(name, qis, ("class_size", "n_distinct"))
-    refuse_nulls(backend, name, relation, [*qis, sensitive])
-    rows = backend.rows(f"verify {name}", render("verify/l_diversity_violations.sql.j2", relation=relation, qis=qis,
-                                                 sensitive=sensitive, l=int(l)),
-                        {"limit": _sql_limit(limit)})
+    summary, rows = _one_pass(backend, name, relation, qis, limit, "verify/l_diversity_violations.sql.j2",
+                              extra=("min_distinct_sensitive",), sensitive_col=sensitive, sensitive=sensitive, l=int(l))
     n = len(qis)
     violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1]} for r in rows]
-    summary = _class_summary(backend, name, relation, qis, sensitive)
-    return _result(name, rows, violations, limit, {**summary, "l": int(l)})
+    return _counted(name, summary, violations, limit, {"l": int(l)})
 
 
 # ------------------------------------------------------------------------------------------
@@ -401,11 +394,51 @@ def refuse_nulls(backend: Backend, name: str, relation: Relation, columns: Seque
     row = backend.rows(f"verify {name}: profile", render("verify/column_profile.sql.j2", relation=relation,
                                                          columns=columns, distinct=list(distinct)))[0]
     nulls = dict(zip(columns, row[1:1 + len(columns)]))
+    _raise_on_nulls(name, relation, nulls)
+    return int(row[0]), nulls, dict(zip(distinct, (int(v) for v in row[1 + len(columns):])))
+
+
+def _raise_on_nulls(name: str, relation: Relation, nulls: Mapping[str, int]) -> None:
+    """InputError naming the first column (in the order given) that holds NULLs."""
     for col, n_null in nulls.items():
         if n_null:
             raise InputError(f"{name}: column {col!r} of {show(relation)} has {n_null} NULL value(s); a verified "
                              "release must not contain NULL in a QI, sensitive, id or code column")
-    return int(row[0]), nulls, dict(zip(distinct, (int(v) for v in row[1 + len(columns):])))
+
+
+SUMMARY = ("n_rows", "n_classes", "min_class_size", "max_class_size", "n_violations")
+
+
+def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], limit: int, template: str, *,
+              extra: Sequence[str] = (), sensitive_col: str | None = None,
+              **context: Any) -> tuple[dict[str, Any], list[tuple]]:
+    """Run a verifier written with lib/one_pass_verdict.jinja: one statement answers the
+    verdict, the class summary and the NULL check, and lists the first ``limit`` violating
+    classes. Raises InputError for a NULL in a QI (or in ``sensitive_col``, whose NULL count
+    the template reports last among the summary columns, after ``extra``). Returns the summary
+    (:data:`SUMMARY` plus ``extra``) and the listed classes (the columns after the summary)."""
+    rows = backend.rows(f"verify {name}", render(template, relation=relation, qis=qis, **context),
+                        {"limit": _sql_limit(limit)})
+    head = rows[0]
+    n = len(SUMMARY)
+    nulls = dict(zip(qis, head[n:n + len(qis)]))
+    width = n + len(qis) + len(extra)
+    if sensitive_col is not None:
+        nulls[sensitive_col] = head[width]
+        width += 1
+    _raise_on_nulls(name, relation, nulls)
+    summary = dict(zip((*SUMMARY, *extra), (*head[:n], *head[n + len(qis):n + len(qis) + len(extra)])))
+    listed = [r[width:] for r in rows] if summary["n_violations"] else []
+    return summary, listed
+
+
+def _counted(name: str, summary: Mapping[str, Any], violations: list[dict[str, Any]], limit: int,
+             detail: Mapping[str, Any]) -> CheckResult:
+    """The CheckResult of a one-pass verifier: its verdict is the counted violations."""
+    total = int(summary["n_violations"])
+    facts = {k: v for k, v in summary.items() if k != "n_violations"}
+    facts["n_rows"], facts["n_classes"] = int(facts["n_rows"]), int(facts["n_classes"])
+    return CheckResult(name, total == 0, total, violations[:max(limit, 0)], {**facts, **detail})
 
 
 def _class_summary(backend: Backend, name: str, relation: Relation, qis: list[str],
