@@ -146,8 +146,8 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     positive_int(name, "m", m)
     distinct_names(name, [id_col, code_col, *group_cols])
     _reserved(name, group_cols, ("size", "items", "support"))
-    n_rows, _, distinct = refuse_nulls(backend, name, relation, [id_col, code_col, *group_cols], distinct=[id_col])
-    m_eff = _itemset_bound(backend, name, relation, id_col, code_col, m)
+    n_rows, n_records, longest = _record_profile(backend, name, relation, id_col, [code_col, *group_cols], code_col)
+    m_eff = _itemset_bound(m, longest)
     rows = backend.rows(f"verify {name}", render("verify/km_anonymity_violations.sql.j2", relation=relation,
                                                  id_col=id_col, code_col=code_col, group_cols=group_cols, k=int(k),
                                                  m=m_eff),
@@ -156,7 +156,7 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     violations = [{**_qi_dict(group_cols, r), "size": r[g], "items": _items(r, g + 1, r[g]), "support": r[g + 1 + m_eff]}
                   for r in rows]
     return _result(name, rows, violations, limit,
-                   {"n_rows": n_rows, "n_records": distinct[id_col], "k": int(k), "m": int(m)})
+                   {"n_rows": n_rows, "n_records": n_records, "k": int(k), "m": int(m)})
 
 
 def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], codes_relation: Relation,
@@ -189,12 +189,11 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     if id_col in qis:
         raise InputError(f"{name}: the id column {id_col!r} is also a QI")
     _reserved(name, qis, ("kind", "class_size", "size", "items", "support"))
-    n_rows, _, distinct = refuse_nulls(backend, name, relation, [id_col, *qis], distinct=[id_col])
-    if distinct[id_col] != n_rows:
-        raise InputError(f"{name}: {n_rows - distinct[id_col]} duplicate value(s) in id column {id_col!r} of the "
+    n_rows, n_records, _ = _record_profile(backend, name, relation, id_col, qis, None)
+    if n_records != n_rows:
+        raise InputError(f"{name}: {n_rows - n_records} duplicate value(s) in id column {id_col!r} of the "
                          "record relation; it must hold one row per record")
-    refuse_nulls(backend, name, codes_relation, [id_col, code_col])
-    m_eff = _itemset_bound(backend, name, codes_relation, id_col, code_col, m)
+    m_eff = _itemset_bound(m, _record_profile(backend, name, codes_relation, id_col, [code_col], code_col)[2])
     rows = backend.rows(f"verify {name}", render("verify/kkm_anonymity_violations.sql.j2", relation=relation, qis=qis,
                                                  codes_relation=codes_relation, id_col=id_col, code_col=code_col,
                                                  k=int(k), m=m_eff),
@@ -371,11 +370,20 @@ def _fraction(name: str, C: Any) -> Fraction:
     return c
 
 
-def _itemset_bound(backend: Backend, name: str, relation: Relation, id_col: str, code_col: str, m: int) -> int:
+def _record_profile(backend: Backend, name: str, relation: Relation, id_col: str, columns: list[str],
+                    code_col: str | None) -> tuple[int, int, int]:
+    """One GROUP BY over the record id: refuse NULL ids and NULLs in ``columns`` (InputError
+    naming the first such column, id first), and return (rows, distinct ids, the most distinct
+    codes of a record; 0 without ``code_col``)."""
+    row = backend.rows(f"verify {name}: record profile", render(
+        "verify/record_profile.sql.j2", relation=relation, id_col=id_col, columns=columns, code_col=code_col))[0]
+    _raise_on_nulls(name, relation, dict(zip([id_col, *columns], row[2:3 + len(columns)])))
+    return int(row[0]), int(row[1]), int(row[-1])
+
+
+def _itemset_bound(m: int, longest: int) -> int:
     """min(m, largest record): the same check, without unrolling impossible itemset sizes."""
-    longest = backend.scalar(f"verify {name}: record sizes", render(
-        "verify/max_record_size.sql.j2", relation=relation, id_col=id_col, code_col=code_col))
-    return max(1, min(int(m), int(longest or 0)))
+    return max(1, min(int(m), int(longest)))
 
 
 def _chunks(items: list, size: int) -> Iterable[list]:
