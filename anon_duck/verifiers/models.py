@@ -7,7 +7,9 @@ in an anonymizer (wrong label mapping, a class merged twice, ...) shows up here 
 the violating rows themselves.
 
 Every verifier returns a :class:`CheckResult`. ``n_violations`` is the total number of
-violating rows, counted in SQL by a window over the whole result before ``LIMIT``;
+violating rows, counted in SQL before ``LIMIT`` (k-anonymity and l-diversity count them in
+the same statement that summarizes the classes and checks NULLs, so a passing release costs
+one aggregation: ``sql/lib/one_pass_verdict.jinja``; the others by a window over the result);
 ``violations`` holds the first ``limit`` of them (as ``{column: value}`` dicts, QI values
 under their own column names); ``detail`` holds the summary a reader wants next to a pass
 (e.g. the smallest class).
@@ -146,7 +148,7 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     positive_int(name, "m", m)
     distinct_names(name, [id_col, code_col, *group_cols])
     _reserved(name, group_cols, ("size", "items", "support"))
-    n_rows, n_records, longest = _record_profile(backend, name, relation, id_col, [code_col, *group_cols], code_col)
+    n_rows, n_records, longest = _record_profile(backend, name, relation, id_col, [code_col, *group_cols])
     m_eff = _itemset_bound(m, longest)
     rows = backend.rows(f"verify {name}", render("verify/km_anonymity_violations.sql.j2", relation=relation,
                                                  id_col=id_col, code_col=code_col, group_cols=group_cols, k=int(k),
@@ -189,11 +191,11 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     if id_col in qis:
         raise InputError(f"{name}: the id column {id_col!r} is also a QI")
     _reserved(name, qis, ("kind", "class_size", "size", "items", "support"))
-    n_rows, n_records, _ = _record_profile(backend, name, relation, id_col, qis, None)
+    n_rows, n_records, _ = _record_profile(backend, name, relation, id_col, qis)
     if n_records != n_rows:
         raise InputError(f"{name}: {n_rows - n_records} duplicate value(s) in id column {id_col!r} of the "
                          "record relation; it must hold one row per record")
-    m_eff = _itemset_bound(m, _record_profile(backend, name, codes_relation, id_col, [code_col], code_col)[2])
+    m_eff = _itemset_bound(m, _record_profile(backend, name, codes_relation, id_col, [code_col])[2])
     rows = backend.rows(f"verify {name}", render("verify/kkm_anonymity_violations.sql.j2", relation=relation, qis=qis,
                                                  codes_relation=codes_relation, id_col=id_col, code_col=code_col,
                                                  k=int(k), m=m_eff),
@@ -370,19 +372,21 @@ def _fraction(name: str, C: Any) -> Fraction:
     return c
 
 
-def _record_profile(backend: Backend, name: str, relation: Relation, id_col: str, columns: list[str],
-                    code_col: str | None) -> tuple[int, int, int]:
+def _record_profile(backend: Backend, name: str, relation: Relation, id_col: str,
+                    columns: list[str]) -> tuple[int, int, int]:
     """One GROUP BY over the record id: refuse NULL ids and NULLs in ``columns`` (InputError
-    naming the first such column, id first), and return (rows, distinct ids, the most distinct
-    codes of a record; 0 without ``code_col``)."""
+    naming the first such column, id first), and return (rows, distinct ids, the most rows of
+    one record, which bounds the items of its itemsets)."""
     row = backend.rows(f"verify {name}: record profile", render(
-        "verify/record_profile.sql.j2", relation=relation, id_col=id_col, columns=columns, code_col=code_col))[0]
+        "verify/record_profile.sql.j2", relation=relation, id_col=id_col, columns=columns))[0]
     _raise_on_nulls(name, relation, dict(zip([id_col, *columns], row[2:3 + len(columns)])))
     return int(row[0]), int(row[1]), int(row[-1])
 
 
 def _itemset_bound(m: int, longest: int) -> int:
-    """min(m, largest record): the same check, without unrolling impossible itemset sizes."""
+    """min(m, rows of the largest record): the same check (an itemset cannot have more items
+    than its record has rows), without unrolling impossible itemset sizes; the listing holds
+    the same violations whatever the bound, only its trailing NULL item columns differ."""
     return max(1, min(int(m), int(longest)))
 
 
