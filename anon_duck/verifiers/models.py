@@ -418,7 +418,7 @@ def _raise_on_nulls(name: str, relation: Relation, nulls: Mapping[str, int]) -> 
                              "release must not contain NULL in a QI, sensitive, id or code column")
 
 
-SUMMARY = ("n_rows", "n_classes", "min_class_size", "max_class_size", "n_violations")
+_SUMMARY = ("n_rows", "n_classes", "min_class_size", "max_class_size", "n_violations")
 
 
 def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], limit: int, template: str, *,
@@ -428,18 +428,18 @@ def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], l
     verdict, the class summary and the NULL check, and lists the first ``limit`` violating
     classes. Raises InputError for a NULL in a QI (or in ``sensitive_col``, whose NULL count
     the template reports last among the summary columns, after ``extra``). Returns the summary
-    (:data:`SUMMARY` plus ``extra``) and the listed classes (the columns after the summary)."""
+    (``_SUMMARY`` plus ``extra``) and the listed classes (the columns after the summary)."""
     rows = backend.rows(f"verify {name}", render(template, relation=relation, qis=qis, **context),
                         {"limit": _sql_limit(limit)})
     head = rows[0]
-    n = len(SUMMARY)
+    n = len(_SUMMARY)
     nulls = dict(zip(qis, head[n:n + len(qis)]))
     width = n + len(qis) + len(extra)
     if sensitive_col is not None:
         nulls[sensitive_col] = head[width]
         width += 1
     _raise_on_nulls(name, relation, nulls)
-    summary = dict(zip((*SUMMARY, *extra), (*head[:n], *head[n + len(qis):n + len(qis) + len(extra)])))
+    summary = dict(zip((*_SUMMARY, *extra), (*head[:n], *head[n + len(qis):n + len(qis) + len(extra)])))
     listed = [r[width:] for r in rows] if summary["n_violations"] else []
     return summary, listed
 
