@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 CASES: dict[str, Callable[[float], dict[str, Any]]] = {}
 # name -> (peer case, what it is compared with): the runner prints ratios for these pairs.
 PEERS: dict[str, str] = {}
+# name -> the verifier case it is the floor of: the one query a hand-written check runs on the
+# same data; the runner prints ours / floor, what the verifier's extra work costs.
+FLOORS: dict[str, str] = {}
 # name -> the case's data builder: ``builder(scale)`` generates and caches (under DATA) what the
 # case reads at that scale; the case calls the same builder, which then only finds the cache.
 PREPARE: dict[str, Callable[[float], object]] = {}
@@ -30,13 +33,17 @@ PREPARE: dict[str, Callable[[float], object]] = {}
 VERIFY_QIS = [10, 2, 5, 4, 3, 6, 2, 3]   # 8 QIs, 43,200 combinations: classes of all sizes at 1M rows
 
 
-def case(name: str, *, peer_of: str | None = None, data: Callable[[float], object] | None = None):
+def case(name: str, *, peer_of: str | None = None, floor_of: str | None = None,
+         data: Callable[[float], object] | None = None):
     """Register a case; ``data`` is its data builder (see :data:`PREPARE`), so that the runner
-    can build the data before the timed repetitions rather than inside the first one."""
+    can build the data before the timed repetitions rather than inside the first one;
+    ``floor_of`` names the verifier case this one is the floor of (see :data:`FLOORS`)."""
     def register(fn: Callable[[float], dict[str, Any]]) -> Callable[[float], dict[str, Any]]:
         CASES[name] = fn
         if peer_of:
             PEERS[name] = peer_of
+        if floor_of:
+            FLOORS[name] = floor_of
         if data:
             PREPARE[name] = data
         return fn
@@ -92,6 +99,27 @@ def verify_l(scale: float) -> dict[str, Any]:
     t0 = time.perf_counter()
     res = l_diversity(DuckDBBackend(con), relation="t", qis=QIS, sensitive="sens", l=2)
     return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
+
+
+def _floor(scale: float, template: str, **context: Any) -> dict[str, Any]:
+    """Time one hand-written check (``template`` over table ``t`` of the synthetic data)."""
+    con, n = _loaded(scale)
+    sql = render(template, relation=("t",), **context)
+    t0 = time.perf_counter()
+    value = con.execute(sql).fetchone()[0]
+    return {"seconds": time.perf_counter() - t0, "rows": n, "value": value}
+
+
+@case("verify_k_floor", floor_of="verify_k", data=_synthetic)
+def verify_k_floor(scale: float) -> dict[str, Any]:
+    """``verify_k``'s floor: the smallest class size by one GROUP BY (value = min class)."""
+    return _floor(scale, "bench/floor_k.sql.j2", qis=QIS)
+
+
+@case("verify_l_floor", floor_of="verify_l", data=_synthetic)
+def verify_l_floor(scale: float) -> dict[str, Any]:
+    """``verify_l``'s floor: the fewest distinct sensitive values in a class, one GROUP BY."""
+    return _floor(scale, "bench/floor_l.sql.j2", qis=QIS, sensitive="sens")
 
 
 @case("pycanon_k", peer_of="verify_k", data=_synthetic)
@@ -319,6 +347,15 @@ def verify_lkc(scale: float) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
 
 
+@case("verify_lkc_floor", floor_of="verify_lkc", data=_synthetic)
+def verify_lkc_floor(scale: float) -> dict[str, Any]:
+    """``verify_lkc``'s floor: K and C = 1/2 over the 28 QI pairs in one GROUPING SETS query
+    (value = violating cells)."""
+    import itertools
+    return _floor(scale, "bench/floor_lkc.sql.j2", columns=QIS, sets=[list(p) for p in itertools.combinations(QIS, 2)],
+                  sensitive="sens", K=5, c_num=1, c_den=2)
+
+
 @case("verify_lkc_10m_2gb", data=_synthetic_10x)
 def verify_lkc_10m_2gb(scale: float) -> dict[str, Any]:
     """``verify_lkc``'s check on 10M rows × 8 QIs (``verify_k_10m_2gb``'s data) under the cap."""
@@ -350,6 +387,18 @@ def verify_km(scale: float) -> dict[str, Any]:
         t0 = time.perf_counter()
         res = km_anonymity(DuckDBBackend(con), relation="t", id_col="id", code_col="code", k=5, m=2)
         return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
+
+
+@case("verify_km_floor", floor_of="verify_km", data=_synthetic_codes)
+def verify_km_floor(scale: float) -> dict[str, Any]:
+    """``verify_km``'s floor: rare codes and code pairs (k = 5) counted by one hand-written query."""
+    path, n = _synthetic_codes(scale)
+    with duckdb.connect() as con:
+        con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})
+        sql = render("bench/floor_km.sql.j2", relation=("t",), id_col="id", code_col="code", k=5)
+        t0 = time.perf_counter()
+        value = con.execute(sql).fetchone()[0]
+        return {"seconds": time.perf_counter() - t0, "rows": n, "value": value}
 
 
 @case("verify_km_10m_2gb", data=_synthetic_codes_10x)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import AnonDuckError
-from .cases import CASES, PEERS, PREPARE
+from .cases import CASES, FLOORS, PEERS, PREPARE
 
 WORKER = [sys.executable, "-m", "anon_duck.bench.worker"]
 
@@ -47,7 +47,9 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print) 
         results[name] = summary
     ratios = {f"{peer} / {ours}": results[peer]["median_s"] / results[ours]["median_s"]
               for peer, ours in PEERS.items() if peer in results and ours in results and results[ours]["median_s"]}
-    return {"machine": _machine(), "scale": scale, "cases": results, "ratios": ratios}
+    floors = {f"{ours} / {floor}": results[ours]["median_s"] / results[floor]["median_s"]
+              for floor, ours in FLOORS.items() if floor in results and ours in results and results[floor]["median_s"]}
+    return {"machine": _machine(), "scale": scale, "cases": results, "ratios": ratios, "floor_ratios": floors}
 
 
 def _prepare(names: Sequence[str], scale: float, progress: Callable[[str], None]) -> None:
@@ -72,6 +74,9 @@ def to_markdown(report: dict[str, Any]) -> str:
     if report["ratios"]:
         lines += ["", "| peer / ours (median time) | ratio |", "|---|---|"]
         lines += [f"| {k} | {v:.1f}× |" for k, v in report["ratios"].items()]
+    if report.get("floor_ratios"):
+        lines += ["", "| ours / floor (median time) | ratio |", "|---|---|"]
+        lines += [f"| {k} | {v:.2f}× |" for k, v in report["floor_ratios"].items()]
     return "\n".join(lines)
 
 

@@ -24,9 +24,10 @@ class Step:
 
 
 PLAN: tuple[Step, ...] = (
-    Step("verifiers", "Verifiers vs pycanon (1M rows)", ("verify_k", "verify_l", "pycanon_k", "pycanon_l"), reps=3),
-    Step("verifiers_more", "More verifiers (k^m, LKC; 1M rows, and 10M rows under 2 GB)",
-         ("verify_km", "verify_lkc", "verify_k_10m_2gb", "verify_km_10m_2gb", "verify_lkc_10m_2gb"), reps=3),
+    Step("verifiers", "Verifiers vs pycanon and vs their floors (1M rows)",
+         ("verify_k", "verify_k_floor", "verify_l", "verify_l_floor", "pycanon_k", "pycanon_l"), reps=3),
+    Step("verifiers_more", "More verifiers (k^m, LKC; 1M rows beside their floors, and 10M rows under 2 GB)",
+         ("verify_km", "verify_km_floor", "verify_lkc", "verify_lkc_floor", "verify_k_10m_2gb", "verify_km_10m_2gb", "verify_lkc_10m_2gb"), reps=3),
     Step("k_anonymizers", "Full-domain vs anonypy's Mondrian on Adult", ("fulldomain_adult", "anonypy_mondrian_adult")),
     Step("methods", "Methods end to end at the sizes their issues name (longitudinal: its curve's last point)",
          ("artuc_informs", "disassociation_bms", "counterfeit_adult_run", "lkc_adult"), reps=3),

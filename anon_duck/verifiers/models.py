@@ -7,7 +7,9 @@ in an anonymizer (wrong label mapping, a class merged twice, ...) shows up here 
 the violating rows themselves.
 
 Every verifier returns a :class:`CheckResult`. ``n_violations`` is the total number of
-violating rows, counted in SQL by a window over the whole result before ``LIMIT``;
+violating rows, counted in SQL before ``LIMIT`` (k-anonymity and l-diversity count them in
+the same statement that summarizes the classes and checks NULLs, so a passing release costs
+one aggregation: ``sql/lib/one_pass_verdict.jinja``; the others by a window over the result);
 ``violations`` holds the first ``limit`` of them (as ``{column: value}`` dicts, QI values
 under their own column names); ``detail`` holds the summary a reader wants next to a pass
 (e.g. the smallest class).
@@ -72,13 +74,9 @@ def k_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], k: 
     qis = column_names(name, "qis", qis)
     positive_int(name, "k", k)
     _reserved(name, qis, ("class_size",))
-    refuse_nulls(backend, name, relation, qis)
-    rows = backend.rows(f"verify {name}", render("verify/k_anonymity_violations.sql.j2", relation=relation, qis=qis,
-                                                 k=int(k)),
-                        {"limit": _sql_limit(limit)})
+    summary, rows = _one_pass(backend, name, relation, qis, limit, "verify/k_anonymity_violations.sql.j2", k=int(k))
     violations = [{**_qi_dict(qis, r), "class_size": r[len(qis)]} for r in rows]
-    summary = _class_summary(backend, name, relation, qis, None)
-    return _result(name, rows, violations, limit, {**summary, "k": int(k)})
+    return _counted(name, summary, violations, limit, {"k": int(k)})
 
 
 def suppression(backend: Backend, *, relation: Relation, original: Relation, limit: float) -> CheckResult:
@@ -117,14 +115,11 @@ def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
     if sensitive in qis:
         raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
     _reserved(name, qis, ("class_size", "n_distinct"))
-    refuse_nulls(backend, name, relation, [*qis, sensitive])
-    rows = backend.rows(f"verify {name}", render("verify/l_diversity_violations.sql.j2", relation=relation, qis=qis,
-                                                 sensitive=sensitive, l=int(l)),
-                        {"limit": _sql_limit(limit)})
+    summary, rows = _one_pass(backend, name, relation, qis, limit, "verify/l_diversity_violations.sql.j2",
+                              extra=("min_distinct_sensitive",), sensitive_col=sensitive, sensitive=sensitive, l=int(l))
     n = len(qis)
     violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1]} for r in rows]
-    summary = _class_summary(backend, name, relation, qis, sensitive)
-    return _result(name, rows, violations, limit, {**summary, "l": int(l)})
+    return _counted(name, summary, violations, limit, {"l": int(l)})
 
 
 # ------------------------------------------------------------------------------------------
@@ -153,8 +148,8 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     positive_int(name, "m", m)
     distinct_names(name, [id_col, code_col, *group_cols])
     _reserved(name, group_cols, ("size", "items", "support"))
-    n_rows, _, distinct = refuse_nulls(backend, name, relation, [id_col, code_col, *group_cols], distinct=[id_col])
-    m_eff = _itemset_bound(backend, name, relation, id_col, code_col, m)
+    n_rows, n_records, longest = _record_profile(backend, name, relation, id_col, [code_col, *group_cols])
+    m_eff = _itemset_bound(m, longest)
     rows = backend.rows(f"verify {name}", render("verify/km_anonymity_violations.sql.j2", relation=relation,
                                                  id_col=id_col, code_col=code_col, group_cols=group_cols, k=int(k),
                                                  m=m_eff),
@@ -163,7 +158,7 @@ def km_anonymity(backend: Backend, *, relation: Relation, id_col: str, code_col:
     violations = [{**_qi_dict(group_cols, r), "size": r[g], "items": _items(r, g + 1, r[g]), "support": r[g + 1 + m_eff]}
                   for r in rows]
     return _result(name, rows, violations, limit,
-                   {"n_rows": n_rows, "n_records": distinct[id_col], "k": int(k), "m": int(m)})
+                   {"n_rows": n_rows, "n_records": n_records, "k": int(k), "m": int(m)})
 
 
 def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], codes_relation: Relation,
@@ -196,12 +191,11 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     if id_col in qis:
         raise InputError(f"{name}: the id column {id_col!r} is also a QI")
     _reserved(name, qis, ("kind", "class_size", "size", "items", "support"))
-    n_rows, _, distinct = refuse_nulls(backend, name, relation, [id_col, *qis], distinct=[id_col])
-    if distinct[id_col] != n_rows:
-        raise InputError(f"{name}: {n_rows - distinct[id_col]} duplicate value(s) in id column {id_col!r} of the "
+    n_rows, n_records, _ = _record_profile(backend, name, relation, id_col, qis)
+    if n_records != n_rows:
+        raise InputError(f"{name}: {n_rows - n_records} duplicate value(s) in id column {id_col!r} of the "
                          "record relation; it must hold one row per record")
-    refuse_nulls(backend, name, codes_relation, [id_col, code_col])
-    m_eff = _itemset_bound(backend, name, codes_relation, id_col, code_col, m)
+    m_eff = _itemset_bound(m, _record_profile(backend, name, codes_relation, id_col, [code_col])[2])
     rows = backend.rows(f"verify {name}", render("verify/kkm_anonymity_violations.sql.j2", relation=relation, qis=qis,
                                                  codes_relation=codes_relation, id_col=id_col, code_col=code_col,
                                                  k=int(k), m=m_eff),
@@ -378,11 +372,22 @@ def _fraction(name: str, C: Any) -> Fraction:
     return c
 
 
-def _itemset_bound(backend: Backend, name: str, relation: Relation, id_col: str, code_col: str, m: int) -> int:
-    """min(m, largest record): the same check, without unrolling impossible itemset sizes."""
-    longest = backend.scalar(f"verify {name}: record sizes", render(
-        "verify/max_record_size.sql.j2", relation=relation, id_col=id_col, code_col=code_col))
-    return max(1, min(int(m), int(longest or 0)))
+def _record_profile(backend: Backend, name: str, relation: Relation, id_col: str,
+                    columns: list[str]) -> tuple[int, int, int]:
+    """One GROUP BY over the record id: refuse NULL ids and NULLs in ``columns`` (InputError
+    naming the first such column, id first), and return (rows, distinct ids, the most rows of
+    one record, which bounds the items of its itemsets)."""
+    row = backend.rows(f"verify {name}: record profile", render(
+        "verify/record_profile.sql.j2", relation=relation, id_col=id_col, columns=columns))[0]
+    _raise_on_nulls(name, relation, dict(zip([id_col, *columns], row[2:3 + len(columns)])))
+    return int(row[0]), int(row[1]), int(row[-1])
+
+
+def _itemset_bound(m: int, longest: int) -> int:
+    """min(m, rows of the largest record): the same check (an itemset cannot have more items
+    than its record has rows), without unrolling impossible itemset sizes; the listing holds
+    the same violations whatever the bound, only its trailing NULL item columns differ."""
+    return max(1, min(int(m), int(longest)))
 
 
 def _chunks(items: list, size: int) -> Iterable[list]:
@@ -401,11 +406,51 @@ def refuse_nulls(backend: Backend, name: str, relation: Relation, columns: Seque
     row = backend.rows(f"verify {name}: profile", render("verify/column_profile.sql.j2", relation=relation,
                                                          columns=columns, distinct=list(distinct)))[0]
     nulls = dict(zip(columns, row[1:1 + len(columns)]))
+    _raise_on_nulls(name, relation, nulls)
+    return int(row[0]), nulls, dict(zip(distinct, (int(v) for v in row[1 + len(columns):])))
+
+
+def _raise_on_nulls(name: str, relation: Relation, nulls: Mapping[str, int]) -> None:
+    """InputError naming the first column (in the order given) that holds NULLs."""
     for col, n_null in nulls.items():
         if n_null:
             raise InputError(f"{name}: column {col!r} of {show(relation)} has {n_null} NULL value(s); a verified "
                              "release must not contain NULL in a QI, sensitive, id or code column")
-    return int(row[0]), nulls, dict(zip(distinct, (int(v) for v in row[1 + len(columns):])))
+
+
+_SUMMARY = ("n_rows", "n_classes", "min_class_size", "max_class_size", "n_violations")
+
+
+def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], limit: int, template: str, *,
+              extra: Sequence[str] = (), sensitive_col: str | None = None,
+              **context: Any) -> tuple[dict[str, Any], list[tuple]]:
+    """Run a verifier written with lib/one_pass_verdict.jinja: one statement answers the
+    verdict, the class summary and the NULL check, and lists the first ``limit`` violating
+    classes. Raises InputError for a NULL in a QI (or in ``sensitive_col``, whose NULL count
+    the template reports last among the summary columns, after ``extra``). Returns the summary
+    (``_SUMMARY`` plus ``extra``) and the listed classes (the columns after the summary)."""
+    rows = backend.rows(f"verify {name}", render(template, relation=relation, qis=qis, **context),
+                        {"limit": _sql_limit(limit)})
+    head = rows[0]
+    n = len(_SUMMARY)
+    nulls = dict(zip(qis, head[n:n + len(qis)]))
+    width = n + len(qis) + len(extra)
+    if sensitive_col is not None:
+        nulls[sensitive_col] = head[width]
+        width += 1
+    _raise_on_nulls(name, relation, nulls)
+    summary = dict(zip((*_SUMMARY, *extra), (*head[:n], *head[n + len(qis):n + len(qis) + len(extra)])))
+    listed = [r[width:] for r in rows] if summary["n_violations"] else []
+    return summary, listed
+
+
+def _counted(name: str, summary: Mapping[str, Any], violations: list[dict[str, Any]], limit: int,
+             detail: Mapping[str, Any]) -> CheckResult:
+    """The CheckResult of a one-pass verifier: its verdict is the counted violations."""
+    total = int(summary["n_violations"])
+    facts = {k: v for k, v in summary.items() if k != "n_violations"}
+    facts["n_rows"], facts["n_classes"] = int(facts["n_rows"]), int(facts["n_classes"])
+    return CheckResult(name, total == 0, total, violations[:max(limit, 0)], {**facts, **detail})
 
 
 def _class_summary(backend: Backend, name: str, relation: Relation, qis: list[str],
