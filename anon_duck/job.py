@@ -1,4 +1,4 @@
-"""Job files (TOML) → frozen dataclasses.
+"""Job files (TOML) → frozen dataclasses (:mod:`anon_duck.jobspec`, re-exported here).
 
 A job describes a dataset by roles once (person table, id, direct identifiers to drop,
 quasi-identifiers with their hierarchies, a set-valued code attribute, longitudinal events,
@@ -8,170 +8,24 @@ need the data (does the column exist? NULLs?) live in :mod:`anon_duck.inputs`.
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from .errors import JobError
-
-if TYPE_CHECKING:
-    from .omop import OmopSpec
+from .jobspec import (DATE_UNITS, QI, Codes, Dataset, Events, HierarchySpec, Job, Release, RiskSettings, Settings,
+                      Source)
+from .omop import expand
 
 QI_KINDS = ("numeric", "categorical", "date")
 HIERARCHY_TYPES = ("arx", "edges", "interval", "builtin", "mask", "date")
-DATE_UNITS = ("day", "month", "year", "decade")
 MASK_ALIGNMENTS = ("right", "left")
 BUILTIN_HIERARCHIES = ("icd9cm", "icd10cm")
 # A release name becomes a prefix of table names; it is quoted anyway, but a plain name keeps
 # exported file names and views readable.
 _RELEASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a relation comes from: a table already in the database, a CSV/Parquet file, or a
-    scratch table ``derived`` from ``[input.omop]`` when the inputs are prepared (``origin``
-    says what it holds, for messages)."""
-
-    table: str | None = None
-    path: Path | None = None
-    derived: tuple[str, ...] | None = None
-    origin: str = ""
-
-    def describe(self) -> str:
-        if self.derived is not None:
-            return self.origin
-        return f"table {self.table!r}" if self.table else f"file {str(self.path)!r}"
-
-
-@dataclass(frozen=True)
-class QI:
-    column: str
-    kind: str
-    hierarchy: str | None = None
-    weight: float | None = None
-
-
-@dataclass(frozen=True)
-class Codes:
-    """Set-valued attribute: a long table ``(id, code)`` or a LIST column of the person table."""
-
-    source: Source | None
-    id: str | None
-    code: str
-    hierarchy: str | None
-    is_list_column: bool = False
-
-
-@dataclass(frozen=True)
-class Events:
-    """Longitudinal events ``(id, position, code, age)``; ``position`` may be omitted."""
-
-    source: Source
-    id: str
-    code: str
-    age: str
-    position: str | None = None
-    code_hierarchy: str | None = None
-    age_hierarchy: str | None = None
-
-
-@dataclass(frozen=True)
-class HierarchySpec:
-    name: str
-    type: str
-    path: Path | None = None
-    table: str | tuple[str, ...] | None = None
-    builtin: str | None = None
-    # interval builder
-    width: float | None = None
-    levels: int | None = None
-    dyadic: bool = False
-    lo: float | None = None
-    hi: float | None = None
-    # builtin ICD trees: which levels to keep (e.g. 3-digit → section → chapter)
-    leaf_level: str | None = None
-    delimiter: str | None = None     # None: ';' for arx files, ',' for edge lists
-    # mask builder (ARX's redaction): pad to ``length`` with ``padding`` (on the left when the
-    # values are aligned right, ARX's RIGHT_TO_LEFT alignment), then mask 1, 2, ... characters
-    # from the right with ``mask``
-    length: int | None = None
-    padding: str = "0"
-    mask: str = "*"
-    align: str = "right"
-    # date builder: the units above the value, bottom up (a subset of DATE_UNITS, in that order;
-    # ``day`` only adds a level above timestamps)
-    units: tuple[str, ...] = DATE_UNITS
-    # edges derived from [input.omop]: hierarchy.build has them derived before reading ``table``
-    derived_from: OmopSpec | None = None
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """The roles of a dataset. ``source`` is None when the only data are codes or events:
-    the persons are then the distinct ids found there (column ``id``)."""
-
-    source: Source | None
-    id: str | None
-    drop: tuple[str, ...] = ()
-    qis: tuple[QI, ...] = ()
-    codes: Codes | None = None
-    events: Events | None = None
-    sensitive: str | None = None
-    class_: str | None = None
-    keep: tuple[str, ...] = ()
-    omop: OmopSpec | None = None     # the [input.omop] the roles were expanded from
-
-
-@dataclass(frozen=True)
-class Release:
-    name: str
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class Settings:
-    memory_limit: str | None = None
-    threads: int | None = None
-
-
-DEFAULT_THRESHOLDS = (0.5, 0.2, 0.1, 0.05)
-
-
-@dataclass(frozen=True)
-class RiskSettings:
-    """``[risk]``: what ``anon-duck risk`` measures beyond the defaults (docs/risk.md). None
-    means the default: no population; thresholds 1/2, 1/5, 1/10, 1/20; the method's k and m
-    (else 5 and 2); prefixes of up to 5 events."""
-
-    population_size: int | None = None
-    population: Source | None = None     # a relation with the same QI columns as the input
-    thresholds: tuple[float, ...] | None = None
-    k: int | None = None
-    m: int | None = None
-    events_prefix: int | None = None
-
-
-@dataclass(frozen=True)
-class Job:
-    dataset: Dataset
-    hierarchies: Mapping[str, HierarchySpec]
-    method: str
-    params: Mapping[str, Any]
-    release: Release
-    settings: Settings = field(default_factory=Settings)
-    base_dir: Path = Path(".")
-    risk: RiskSettings = field(default_factory=RiskSettings)
-
-    def with_params(self, **params: Any) -> "Job":
-        """A copy with some method parameters replaced (used by sweeps and tests)."""
-        return dataclasses.replace(self, params={**self.params, **params})
-
-    def with_release(self, name: str) -> "Job":
-        return dataclasses.replace(self, release=dataclasses.replace(self.release, name=name))
+DEFAULT_THRESHOLDS = (0.5, 0.2, 0.1, 0.05)    # anon-duck risk's records-at-risk thresholds
 
 
 # --------------------------------------------------------------------------------------
@@ -205,7 +59,6 @@ def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
     inputs = _table(doc["input"], "input")
     if "omop" in inputs:
         _only(inputs, "input", {"omop"})      # the OMOP database holds every role
-        from .omop import expand              # here: omop builds on this module's dataclasses
         dataset, derived = expand(_table(inputs["omop"], "input.omop"), base_dir, name, hierarchies)
         hierarchies = {**hierarchies, **derived}
     else:

@@ -23,13 +23,12 @@ naming what is wrong; nothing is dropped silently.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from .backend.base import Backend
 from .errors import AnonDuckError, InputError, JobError
-from .job import QI, Codes, Dataset, Events, HierarchySpec, Source
+from .jobspec import OMOP_FILE_SUFFIXES, QI, Codes, Dataset, Events, HierarchySpec, OmopSpec, Source
 from .scratch import scratch
 from .sqlrender import render
 
@@ -45,8 +44,6 @@ METHOD_ROLES = {
     "disassociation": ("codes",), "cba": ("codes",), "longitudinal": ("events",),
     "fulldomain": ("person",), "lkc": ("person",), "counterfeit": ("person",),
 }
-# The file names tried, in this order, for a table in a folder.
-SUFFIXES = (".parquet", ".csv", ".csv.gz")
 KEYS = {"path", "schema", "qis", "code", "reference_date", "domain_id", "vocabulary_id", "min_code_frequency",
         "class", "sensitive", "roles"}
 ROOT = "*"
@@ -63,33 +60,6 @@ CODE_TREE = scratch("omop_h_code")
 def edge_table(column: str) -> tuple[str, str, str]:
     """The scratch edge table of the hierarchy derived for a person column (or ``code``)."""
     return scratch(f"omop_h_{column}")
-
-
-@dataclass(frozen=True)
-class OmopSpec:
-    """``[input.omop]`` as parsed: where the tables are and which rules apply."""
-
-    schema: tuple[str, ...] | None
-    path: Path | None
-    roles: tuple[str, ...]
-    qis: tuple[str, ...]
-    code: str = "condition_concept_id"
-    reference_date: datetime.date | None = None
-    domain_ids: tuple[str, ...] = ()
-    vocabulary_ids: tuple[str, ...] = ()
-    min_code_frequency: int = 1
-    class_: str | None = None
-    sensitive: str | None = None
-
-    def where(self, table: str) -> str:
-        """Where a table is looked for, for error messages."""
-        if self.path is not None:
-            return f"folder {str(self.path)!r} ({', '.join(table + s for s in SUFFIXES)})"
-        assert self.schema is not None
-        return f"schema {'.'.join(self.schema)!r} (as {'.'.join((*self.schema, table))})"
-
-    def person_columns(self) -> tuple[str, ...]:
-        return tuple(c for c in (*self.qis, self.class_, self.sensitive) if c)
 
 
 # --------------------------------------------------------------------------------------
@@ -129,7 +99,7 @@ def expand(t: Mapping[str, Any], base: Path, method: str,
     if "qis" in t:
         qis = _names(t["qis"], f"{key}.qis", PERSON_COLUMNS)
     else:
-        has_location = path is not None and any((path / f"location{s}").is_file() for s in SUFFIXES)
+        has_location = path is not None and any((path / f"location{s}").is_file() for s in OMOP_FILE_SUFFIXES)
         qis = tuple(c for c in ("age" if reference else "year_of_birth", "gender", "race", "ethnicity")
                     + (("zip3",) if has_location else ()) if c not in (class_, sensitive))
     if "age" in (*qis, class_, sensitive) and reference is None:
@@ -276,7 +246,7 @@ def _tables(backend: Backend, spec: OmopSpec) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for table, wanted in _needed(spec).items():
         if spec.path is not None:
-            file = next((spec.path / (table + s) for s in SUFFIXES if (spec.path / (table + s)).is_file()), None)
+            file = next((spec.path / (table + s) for s in OMOP_FILE_SUFFIXES if (spec.path / (table + s)).is_file()), None)
             if file is None:
                 raise InputError(f"input.omop: no OMOP table {table!r} in {spec.where(table)}")
             relation: tuple[str, ...] = scratch(f"omop_src_{table}")

@@ -1,0 +1,183 @@
+"""A job as data: the frozen dataclasses a job file is parsed into (:mod:`anon_duck.job` parses
+and checks; :mod:`anon_duck.omop` expands ``[input.omop]`` into the same roles). Kept apart from
+the parser so that a module the parser calls can build them without importing the parser back.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+DATE_UNITS = ("day", "month", "year", "decade")
+# The file names tried, in this order, for an OMOP table in a folder ([input.omop] path).
+OMOP_FILE_SUFFIXES = (".parquet", ".csv", ".csv.gz")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a relation comes from: a table already in the database, a CSV/Parquet file, or a
+    scratch table ``derived`` from ``[input.omop]`` when the inputs are prepared (``origin``
+    says what it holds, for messages)."""
+
+    table: str | None = None
+    path: Path | None = None
+    derived: tuple[str, ...] | None = None
+    origin: str = ""
+
+    def describe(self) -> str:
+        if self.derived is not None:
+            return self.origin
+        return f"table {self.table!r}" if self.table else f"file {str(self.path)!r}"
+
+
+@dataclass(frozen=True)
+class QI:
+    column: str
+    kind: str
+    hierarchy: str | None = None
+    weight: float | None = None
+
+
+@dataclass(frozen=True)
+class Codes:
+    """Set-valued attribute: a long table ``(id, code)`` or a LIST column of the person table."""
+
+    source: Source | None
+    id: str | None
+    code: str
+    hierarchy: str | None
+    is_list_column: bool = False
+
+
+@dataclass(frozen=True)
+class Events:
+    """Longitudinal events ``(id, position, code, age)``; ``position`` may be omitted."""
+
+    source: Source
+    id: str
+    code: str
+    age: str
+    position: str | None = None
+    code_hierarchy: str | None = None
+    age_hierarchy: str | None = None
+
+
+@dataclass(frozen=True)
+class HierarchySpec:
+    name: str
+    type: str
+    path: Path | None = None
+    table: str | tuple[str, ...] | None = None
+    builtin: str | None = None
+    # interval builder
+    width: float | None = None
+    levels: int | None = None
+    dyadic: bool = False
+    lo: float | None = None
+    hi: float | None = None
+    # builtin ICD trees: which levels to keep (e.g. 3-digit → section → chapter)
+    leaf_level: str | None = None
+    delimiter: str | None = None     # None: ';' for arx files, ',' for edge lists
+    # mask builder (ARX's redaction): pad to ``length`` with ``padding`` (on the left when the
+    # values are aligned right, ARX's RIGHT_TO_LEFT alignment), then mask 1, 2, ... characters
+    # from the right with ``mask``
+    length: int | None = None
+    padding: str = "0"
+    mask: str = "*"
+    align: str = "right"
+    # date builder: the units above the value, bottom up (a subset of DATE_UNITS, in that order;
+    # ``day`` only adds a level above timestamps)
+    units: tuple[str, ...] = DATE_UNITS
+    # edges derived from [input.omop]: hierarchy.build has them derived before reading ``table``
+    derived_from: OmopSpec | None = None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The roles of a dataset. ``source`` is None when the only data are codes or events:
+    the persons are then the distinct ids found there (column ``id``)."""
+
+    source: Source | None
+    id: str | None
+    drop: tuple[str, ...] = ()
+    qis: tuple[QI, ...] = ()
+    codes: Codes | None = None
+    events: Events | None = None
+    sensitive: str | None = None
+    class_: str | None = None
+    keep: tuple[str, ...] = ()
+    omop: OmopSpec | None = None     # the [input.omop] the roles were expanded from
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    memory_limit: str | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class RiskSettings:
+    """``[risk]``: what ``anon-duck risk`` measures beyond the defaults (docs/risk.md). None
+    means the default: no population; thresholds 1/2, 1/5, 1/10, 1/20; the method's k and m
+    (else 5 and 2); prefixes of up to 5 events."""
+
+    population_size: int | None = None
+    population: Source | None = None     # a relation with the same QI columns as the input
+    thresholds: tuple[float, ...] | None = None
+    k: int | None = None
+    m: int | None = None
+    events_prefix: int | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    dataset: Dataset
+    hierarchies: Mapping[str, HierarchySpec]
+    method: str
+    params: Mapping[str, Any]
+    release: Release
+    settings: Settings = field(default_factory=Settings)
+    base_dir: Path = Path(".")
+    risk: RiskSettings = field(default_factory=RiskSettings)
+
+    def with_params(self, **params: Any) -> "Job":
+        """A copy with some method parameters replaced (used by sweeps and tests)."""
+        return dataclasses.replace(self, params={**self.params, **params})
+
+    def with_release(self, name: str) -> "Job":
+        return dataclasses.replace(self, release=dataclasses.replace(self.release, name=name))
+
+
+@dataclass(frozen=True)
+class OmopSpec:
+    """``[input.omop]`` as parsed: where the tables are and which rules apply."""
+
+    schema: tuple[str, ...] | None
+    path: Path | None
+    roles: tuple[str, ...]
+    qis: tuple[str, ...]
+    code: str = "condition_concept_id"
+    reference_date: datetime.date | None = None
+    domain_ids: tuple[str, ...] = ()
+    vocabulary_ids: tuple[str, ...] = ()
+    min_code_frequency: int = 1
+    class_: str | None = None
+    sensitive: str | None = None
+
+    def where(self, table: str) -> str:
+        """Where a table is looked for, for error messages."""
+        if self.path is not None:
+            return f"folder {str(self.path)!r} ({', '.join(table + s for s in OMOP_FILE_SUFFIXES)})"
+        assert self.schema is not None
+        return f"schema {'.'.join(self.schema)!r} (as {'.'.join((*self.schema, table))})"
+
+    def person_columns(self) -> tuple[str, ...]:
+        return tuple(c for c in (*self.qis, self.class_, self.sensitive) if c)
