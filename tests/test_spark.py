@@ -1,22 +1,28 @@
 """The Spark engine (anon_duck/backend/spark.py): templates written once in DuckDB's dialect,
 adapted for Spark on sqlglot's syntax tree, give the same verifier verdicts and numbers on local
-Spark as on DuckDB for the same release. Skipped (with the reason) only without pyspark or Java.
-This module runs every method and the demo's jobs on Spark; test_spark_checks.py the rest
-(tests/spark_support.py says why two modules)."""
+Spark as on DuckDB for the same release. Skipped (with the reason) only without pyspark or Java."""
 from __future__ import annotations
+
+import contextlib
+import json
+import shutil
 
 import duckdb
 import pytest
 
 import anon_duck
-from anon_duck.api import _view_sql
-from anon_duck.backend.spark import Action, to_spark
-from anon_duck.job import load_job
+import anon_duck.api
+from anon_duck.api import _view_sql, release_tables
 from anon_duck.methods import get_method
+from anon_duck.backend.duckdb import DuckDBBackend
+from anon_duck.backend.spark import Action, to_spark
+from anon_duck.demo import DEMO_JOBS
+from anon_duck.job import load_job
+from anon_duck.risk import risk_measures
+from anon_duck.sqlrender import environment, recording, render
+from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
 from conftest import ALL_JOBS, JOBS
-from spark_support import (DEMO_FILES, RAN_ON_SPARK, RENDERED, REPORTED, SPARK_RUNS, audit_on_spark, checks_of,
-                           same, spark)  # noqa: F401 (spark: the module's fixture)
 
 
 def test_statements_become_spark_steps():
@@ -59,20 +65,204 @@ def test_duckdb_constructs_get_spark_spellings_with_duckdbs_meaning():
         (Action("update", "a = :x", "_ad_s", (("a", "b"), ("b", "1"))),)
 
 
-# the templates the demo's jobs execute on DuckDB (run, verify, report), and the tests whose runs
-# the last test reads
+# (template, rendered statement) of every rendering in this module, the statements Spark ran,
+# and the templates the demo's jobs execute on DuckDB (run, verify, report)
+RENDERED: dict[str, list[tuple[str, str]]] = {}
+RAN_ON_SPARK: set[str] = set()
 DEMO_TEMPLATES: set[str] = set()
-COMPLETED: set[str] = set()
+COMPLETED: set[str] = set()     # the tests whose runs the last test reads
+
+
+def _recorded(execute, ran: set[str]):
+    def recorded(self, stage, sql, params):
+        ran.add(sql)
+        return execute(self, stage, sql, params)
+    return recorded
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install -e '.[spark]'")
+    if not shutil.which("java"):
+        pytest.skip("Spark needs Java 17+, and no java is on PATH")
+    from anon_duck.backend.spark import SparkBackend, spark_session
+    session = spark_session(tmp_path_factory.mktemp("warehouse"), master="local[2]")
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    # tiny tables: adaptive planning and whole-stage code generation cost more than they save
+    session.conf.set("spark.sql.adaptive.enabled", "false")
+    session.conf.set("spark.sql.codegen.wholeStage", "false")
+    session.sparkContext.setLogLevel("ERROR")
+    with recording() as rendered, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SparkBackend, "_execute", _recorded(SparkBackend._execute, RAN_ON_SPARK))
+        RENDERED["module"] = rendered
+        yield SparkBackend(session)
+    session.stop()
+
+
+def _copy(con: duckdb.DuckDBPyConnection, spark, name: tuple[str, ...] | str) -> None:
+    """A DuckDB table into the Spark warehouse under the same name, through numpy/Arrow."""
+    parts = (name,) if isinstance(name, str) else name
+    spark.write_table(parts, con.execute("SELECT * FROM " + ".".join(f'"{p}"' for p in parts)).fetchnumpy())
+
+
+def test_generic_verifiers_and_risk_give_the_same_numbers(spark):
+    con = duckdb.connect()
+    for job in ("toy_fulldomain.toml", "lkc_toy.toml", "disassociation_cba_toy.toml"):
+        anon_duck.run(con, load_job(JOBS / job))
+    con.execute("CREATE TABLE codes AS SELECT * FROM read_parquet('fixtures/001/toy_records.parquet')")
+    con.execute("CREATE TABLE people AS SELECT DISTINCT pid, length(pid) % 2 AS g FROM codes")
+    for t in ("toy_k2_release", "lkc_toy_release", "toy_cba_record_tokens", "codes", "people"):
+        _copy(con, spark, t)
+    db = DuckDBBackend(con)
+    toy = ["age", "sex", "zip"]
+    calls = [
+        (k_anonymity, dict(relation="toy_k2_release", qis=toy, k=3)),
+        (l_diversity, dict(relation="toy_k2_release", qis=toy, sensitive="disease", l=2)),
+        (lkc_privacy, dict(relation="lkc_toy_release", qis=["Job", "Sex", "Age"], sensitive="Surgery",
+                           sensitive_values=["Transgender"], L=2, K=3, C=0.5)),
+        (lkc_privacy, dict(relation="lkc_toy_release", qis=["Job", "Sex", "Age"], sensitive="Surgery", L=3, K=2,
+                           C="1/3", paranoid=True)),
+        (km_anonymity, dict(relation="codes", id_col="pid", code_col="code", k=3, m=2)),
+        (km_anonymity, dict(relation="toy_cba_record_tokens", id_col="record_id", code_col="token", k=3, m=2,
+                            group_cols=["cluster_id"])),
+        (kkm_anonymity, dict(relation="people", qis=["g"], codes_relation="codes", id_col="pid", code_col="code",
+                             k=2, m=2)),
+    ]
+    for check, kwargs in calls:
+        a, b = check(db, **kwargs), check(spark, **kwargs)
+        assert (a.passed, a.n_violations, a.violations, a.detail) == (b.passed, b.n_violations, b.violations,
+                                                                        b.detail), check.__name__
+        assert a.n_violations > 0 or check is km_anonymity, f"{check.__name__}: a check that cannot fail here"
+    assert risk_measures(db, relation="toy_k2_release", qis=toy, k=3) == \
+        risk_measures(spark, relation="toy_k2_release", qis=toy, k=3)
+    for t in ("toy_k2_release", "lkc_toy_release", "toy_cba_record_tokens", "codes", "people"):
+        spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", t)))
+
+
+def _leaves(tree, path: str = "") -> dict:
+    """Every number and label of a nested dict/list, by its path (floats compared approximately:
+    the engines sum in different orders)."""
+    if isinstance(tree, dict):
+        return {k: v for key, sub in tree.items() for k, v in _leaves(sub, f"{path}.{key}").items()}
+    if isinstance(tree, list):
+        return {k: v for i, sub in enumerate(tree) for k, v in _leaves(sub, f"{path}[{i}]").items()}
+    return {path: pytest.approx(tree, rel=1e-12) if isinstance(tree, float) else tree}
+
+
+def test_the_risk_of_an_input_is_the_same_on_spark(spark):
+    """api.risk on Spark: the QI measures with a population table (journalist, marketer) and a
+    population size (Pitman, Zayatz), the drivers, code sets and trajectories of toy jobs."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE toy_population AS SELECT CAST(age AS BIGINT) AS age, sex, zip "
+                "FROM read_csv('fixtures/toy/patients.csv', all_varchar = true), range(3) AS r(copy) "
+                "WHERE copy < 2 OR zip = '13053'")
+    _copy(con, spark, "toy_population")
+    toy = load_job(JOBS / "toy_fulldomain.toml")
+    calls = [(toy, dict(population_table="toy_population", thresholds=[0.5, 1 / 3])), (toy, dict(population_size=40)),
+             (load_job(JOBS / "artuc_toy.toml"), {}), (load_job(JOBS / "longitudinal_toy.toml"), {})]
+    for job, kwargs in calls:
+        on_duckdb = anon_duck.api.risk(con, job, **kwargs)
+        assert _leaves(anon_duck.api.risk(spark.spark, job, **kwargs)) == _leaves(on_duckdb), job.method
+    assert on_duckdb["events"]["n_persons"] == 6
+    spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", "toy_population")))
+
+
+def test_the_release_order_is_the_same_on_both_engines(spark):
+    """sql/lib/release_order.jinja on values both engines print differently (1e-05 is 1.0E-5 on
+    Spark) or compare with care (NaN, -0.0, infinities, NULLs, lists with NULLs, decimals, dates,
+    unicode): the seeded order of 400 random rows, and the sorted one, are the same on DuckDB and
+    Spark (the rows are told apart by their last column). One column's text spelled differently
+    on one engine moves its rows."""
+    import random
+
+    rng = random.Random(7)
+    floats = [1e-05, -0.0, 0.0, 0.1, -2.5, 1e300, -1e300, float("inf"), float("-inf"), float("nan"), 123456.789,
+              2.0 ** -70, 4.5e18, 1 / 3, None]
+    texts = ["", "a", "ä:b", "x\ty", "1.0E-5", None]
+    rows = [(rng.choice(texts), rng.choice([None, -3, 0, 2 ** 31 - 1]), rng.choice(floats),
+             rng.choice([None, "1.500", "-0.250", "0.000"]), rng.choice([None, True, False]),
+             rng.choice([None, "2020-02-29", "1970-01-01"]), rng.choice([None, [], ["a", None], ["b", "a"]]),
+             rng.choice([None, [1, 2], [None], []]), i) for i in range(400)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (s VARCHAR, i INTEGER, d DOUBLE, m DECIMAL(6, 3), f BOOLEAN, day DATE, l VARCHAR[],"
+                " n INTEGER[], id INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    spark.spark.createDataFrame(con.sql("SELECT * FROM t").to_arrow_table()).write.saveAsTable("t")
+    try:
+        orders = []
+        for seeded in (True, False):
+            ordered = {}
+            for name, engine in (("duckdb", DuckDBBackend(con)), ("spark", spark)):
+                sql = environment().from_string(
+                    "{% from 'lib/release_order.jinja' import in_release_order %}"
+                    "{{ in_release_order(('main', 't'), columns, seeded, 11) }}").render(
+                    seeded=seeded, columns=list(engine.columns("test", ("main", "t")).items()))
+                ordered[name] = [r[-1] for r in engine.rows("test: order", sql)]
+            assert ordered["duckdb"] == ordered["spark"], seeded
+            orders.append(ordered["duckdb"])
+        assert orders[0] != orders[1] and sorted(orders[0]) == list(range(400))
+    finally:
+        spark.spark.sql("DROP TABLE t")
+
+
+def _same(a, b, path: str = "") -> None:
+    """Equal numbers, floats to 1e-9 relative: a sum of doubles depends on the order the engine
+    adds them in (DuckDB's threads as much as Spark's partitions)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            _same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12, nan_ok=True), path
+    else:
+        assert a == b, path
+
+
+def _checks(checks) -> list[tuple]:
+    return [(c.name, c.passed, c.n_violations, c.violations, c.detail) for c in checks]
+
+
+# one toy job per method, CBA (a method of its own) and LKC's grown intervals (the templates of
+# numeric_split = 'best_valid', which the demo's LKC job runs): each runs end to end on Spark;
+# counterfeit_toy_intervals is audited on Spark below
+SPARK_RUNS = ["toy_fulldomain.toml", "lkc_toy.toml", "lkc_grown_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
+              "disassociation_toy.toml", "disassociation_cba_toy.toml", "longitudinal_toy.toml"]
+# report and inspect compared on both engines (each method's report; about 10 s each on Spark)
+REPORTED = {"toy_fulldomain.toml", "lkc_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
+            "disassociation_toy.toml", "longitudinal_toy.toml"}
+
+
+DEMO_FILES = {file for _, file in DEMO_JOBS}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("job_path", [p for p in ALL_JOBS if p.name in DEMO_FILES and p.name not in SPARK_RUNS],
-                         ids=lambda p: p.stem)
-def test_the_demo_jobs_releases_made_on_duckdb_verify_identically_on_spark(spark, job_path):
-    """Issue #18 for the demo's jobs (test_spark_checks.py audits the other fixture jobs): the
-    release verifies on Spark with DuckDB's verdict and numbers; what the job executes on DuckDB
-    is recorded for the last test."""
-    DEMO_TEMPLATES.update(audit_on_spark(spark, job_path, record=True))
+@pytest.mark.parametrize("job_path", [p for p in ALL_JOBS if p.name not in SPARK_RUNS], ids=lambda p: p.stem)
+def test_every_fixture_jobs_release_made_on_duckdb_verifies_identically_on_spark(spark, job_path):
+    """Issue #18: the release a job publishes on DuckDB, copied to the Spark warehouse, gets the
+    same verdict, violations and numbers from ``anon_duck.verify`` on Spark, which prepares the
+    job's inputs with Spark's reader and runs every check of the method's audit there. (The toy
+    jobs run on Spark itself below, and their releases are verified on both engines there.)"""
+    job = load_job(job_path)
+    con = duckdb.connect()
+    demo = job_path.name in DEMO_FILES
+    with recording() if demo else contextlib.nullcontext([]) as rendered:
+        anon_duck.run(con, job)
+        on_duckdb = anon_duck.verify(con, job)
+        if demo:                          # what the demo executes, for the last test
+            anon_duck.report(con, job)
+    DEMO_TEMPLATES.update(name for name, _ in rendered)
+    for name in [f"{job.release.name}_{s}" for s in release_tables(DuckDBBackend(con), job)] + \
+            [f"{job.release.name}_meta"]:
+        _copy(con, spark, name)
+    for view in get_method(job.method).views:        # the analyst views, defined over the copies
+        spark.run("test: view", _view_sql(job, view, "create"))
+    on_spark = anon_duck.verify(spark.spark, job)
+    assert _checks(on_duckdb) == _checks(on_spark)
+    assert on_spark and all(c.passed for c in on_spark)
     COMPLETED.add(job_path.name)
 
 
@@ -98,8 +288,8 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
     for view in get_method(job.method).views:
         con.execute(_view_sql(job, view, "create"))
     checked = anon_duck.verify(con, job)
-    assert checks_of(checked[:-1]) == checks_of(on_spark.checks)
-    assert checks_of(checked[-1:]) == checks_of(anon_duck.verify(spark.spark, job)[-1:])      # analyst_views
+    assert _checks(checked[:-1]) == _checks(on_spark.checks)
+    assert _checks(checked[-1:]) == _checks(anon_duck.verify(spark.spark, job)[-1:])      # analyst_views
     assert checked[-1].name == "analyst_views" and checked[-1].passed
     assert not spark.scratch_tables(("temp", "main", "_ad_"))          # the session's scratch is gone
     assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]  # and staging
@@ -112,24 +302,92 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
         spark_text, duckdb_text = on_spark_file.read_text(), on_duckdb_file.read_text()
         assert spark_text == duckdb_text, on_spark_file.name
     if job_file in REPORTED:
-        same(anon_duck.report(con, job), anon_duck.report(spark.spark, job))
-        same(anon_duck.inspect(con, job), anon_duck.inspect(spark.spark, job))
+        _same(anon_duck.report(con, job), anon_duck.report(spark.spark, job))
+        _same(anon_duck.inspect(con, job), anon_duck.inspect(spark.spark, job))
     COMPLETED.add(job_file)
 
 
-@pytest.mark.slow
-def test_an_omop_job_runs_on_spark_and_its_release_verifies(spark):
-    """Issue #20: ``[input.omop]`` on Spark: the OMOP files read by Spark's reader, and the
-    events and the code tree (recursive chains of parents, positions by date) derived by
-    ``sql/omop/`` on Spark; the release verifies there and has DuckDB's shape."""
-    job = load_job(JOBS / "omop_longitudinal.toml").with_release("on_spark_omop")
-    result = anon_duck.run(spark.spark, job)
-    assert result.verified
-    checks = anon_duck.verify(spark.spark, job)
-    assert checks and all(c.passed for c in checks)
-    on_duckdb = anon_duck.run(duckdb.connect(), job).facts
-    assert {k: result.facts[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")} == \
-        {k: on_duckdb[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")}
+def test_cli_runs_verifies_reports_and_exports_on_spark(spark, tmp_path, capsys):
+    """Issue #18's first "done when": run, verify and report with ``--engine spark`` succeed on
+    the warehouse folder, and export gives the rows the DuckDB run of the same job exports."""
+    from anon_duck.cli import main
+
+    job = str(JOBS / "toy_fulldomain.toml")
+    warehouse = spark.spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+    spark_args = ["--engine", "spark", "--db", warehouse]
+    assert main(["run", job, *spark_args]) == 0
+    assert main(["verify", job, *spark_args]) == 0
+    assert "k_anonymity: pass" in capsys.readouterr().out
+    assert main(["report", job, "--json", *spark_args]) == 0
+    on_spark = json.loads(capsys.readouterr().out)
+    assert main(["export", job, *spark_args, "--to", str(tmp_path / "spark.csv")]) == 0
+    database = str(tmp_path / "d.duckdb")
+    assert main(["run", job, "--db", database]) == 0
+    assert main(["export", job, "--db", database, "--to", str(tmp_path / "duckdb.csv")]) == 0
+    capsys.readouterr()
+    assert main(["report", job, "--json", "--db", database]) == 0
+    _same(on_spark, json.loads(capsys.readouterr().out))
+    rows = {engine: sorted(duckdb.sql(f"SELECT * FROM read_csv('{tmp_path / engine}.csv/toy_k2_release.csv')")
+                           .fetchall()) for engine in ("spark", "duckdb")}
+    assert rows["spark"] == rows["duckdb"] and len(rows["spark"]) == 12
+    assert spark.spark.sparkContext._jsc is not None      # the session the test runs stays up
+
+
+def test_cli_refuses_a_folder_without_a_warehouse(tmp_path, capsys):
+    from anon_duck.cli import main
+
+    assert main(["verify", str(JOBS / "toy_fulldomain.toml"), "--engine", "spark", "--db", str(tmp_path)]) == 2
+    assert "no Spark warehouse here" in capsys.readouterr().err
+    assert main(["verify", str(JOBS / "toy_fulldomain.toml"), "--spark-master", "local[1]", "--db", "x.duckdb"]) == 2
+    assert "--spark-master needs --engine spark" in capsys.readouterr().err
+
+
+def test_without_pyspark_or_java_engine_spark_names_what_to_install(monkeypatch, tmp_path, capsys):
+    """Exit 2 with the missing piece named; runs with or without Spark installed."""
+    import builtins
+
+    from anon_duck.cli import main
+
+    job = str(JOBS / "toy_fulldomain.toml")
+    real_import = builtins.__import__
+
+    def no_pyspark(name, *args, **kwargs):
+        if name.startswith("pyspark"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+    with monkeypatch.context() as m:
+        m.setattr(builtins, "__import__", no_pyspark)
+        assert main(["run", job, "--engine", "spark", "--db", str(tmp_path / "w")]) == 2
+    assert "pip install 'anon-duck[spark]'" in capsys.readouterr().err
+    pytest.importorskip("pyspark")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert main(["run", job, "--engine", "spark", "--db", str(tmp_path / "w")]) == 2
+    assert "needs Java 17" in capsys.readouterr().err
+
+
+def test_a_failed_publication_on_spark_keeps_the_previous_release(spark, monkeypatch):
+    """Spark has no transaction: tables are written under staging names and swapped in only when
+    all are written; a failure before the swap leaves the previous release whole and drops the
+    staged tables."""
+    from anon_duck.backend.spark import SparkBackend
+    from anon_duck.scratch import staging
+
+    job = load_job(JOBS / "toy_fulldomain.toml").with_release("kept_on_spark")
+    anon_duck.run(spark.spark, job)
+    before = sorted(map(tuple, spark.spark.table("kept_on_spark_release").collect()))
+    real = SparkBackend.write_table
+
+    def failing(self, name, columns):
+        if tuple(name) == staging("kept_on_spark_meta"):
+            raise RuntimeError("disk full")
+        return real(self, name, columns)
+    monkeypatch.setattr(SparkBackend, "write_table", failing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        anon_duck.run(spark.spark, job.with_params(k=3))
+    assert sorted(map(tuple, spark.spark.table("kept_on_spark_release").collect())) == before
+    assert json.loads(dict(spark.rows("meta", "SELECT key, value FROM main.kept_on_spark_meta"))["params"])["k"] == 2
+    assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]
 
 
 # The DuckDB backend's own statements (catalog, settings, file reading, transactions); the Spark
@@ -158,3 +416,16 @@ def test_every_template_the_demo_executes_ran_on_spark(spark):
     assert len(DEMO_TEMPLATES) > 100
 
 
+@pytest.mark.slow
+def test_an_omop_job_runs_on_spark_and_its_release_verifies(spark):
+    """Issue #20: ``[input.omop]`` on Spark: the OMOP files read by Spark's reader, and the
+    events and the code tree (recursive chains of parents, positions by date) derived by
+    ``sql/omop/`` on Spark; the release verifies there and has DuckDB's shape."""
+    job = load_job(JOBS / "omop_longitudinal.toml").with_release("on_spark_omop")
+    result = anon_duck.run(spark.spark, job)
+    assert result.verified
+    checks = anon_duck.verify(spark.spark, job)
+    assert checks and all(c.passed for c in checks)
+    on_duckdb = anon_duck.run(duckdb.connect(), job).facts
+    assert {k: result.facts[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")} == \
+        {k: on_duckdb[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")}
