@@ -233,9 +233,10 @@ def _checks(checks) -> list[tuple]:
 # counterfeit_toy_intervals is audited on Spark below
 SPARK_RUNS = ["toy_fulldomain.toml", "lkc_toy.toml", "lkc_grown_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
               "disassociation_toy.toml", "disassociation_cba_toy.toml", "longitudinal_toy.toml"]
-# report and inspect compared on both engines (each method's report; about 10 s each on Spark)
-REPORTED = {"toy_fulldomain.toml", "lkc_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
-            "disassociation_toy.toml", "longitudinal_toy.toml"}
+# report and inspect compared on both engines (each method's report; about 10 s each on Spark);
+# fulldomain's whole report document is compared by the CLI test (report --json)
+REPORTED = {"lkc_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml", "disassociation_toy.toml",
+            "longitudinal_toy.toml"}
 
 
 DEMO_FILES = {file for _, file in DEMO_JOBS}
