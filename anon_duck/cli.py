@@ -249,9 +249,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .reports import html, text
     job = load_job(args.job)
-    if args.html is not None:      # refuse a bad path or a missing extra before any work
-        html.check_target(args.html)
-        html.plots.require()
+    _html_first(args)
     with _connect(args, read_only=True) as con:
         doc = api.release_report(con, job)
     print(json.dumps(doc, indent=2, default=str) if args.json else text.summary(doc))
@@ -261,13 +259,19 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _html_first(args: argparse.Namespace) -> None:
+    """With ``--html``, refuse a bad path or a missing report extra before any work."""
+    if args.html is not None:
+        from .reports import html
+        html.check_target(args.html)
+        html.plots.require()
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from .reports import html, text
     job = load_job(args.job)
     param, values = args.sweep
-    if args.html is not None:
-        html.check_target(args.html)
-        html.plots.require()
+    _html_first(args)
     print(f"sweep: {job.method} with {param} = {', '.join(map(str, values))} ({len(values)} runs in scratch "
           "space; nothing is published)", file=sys.stderr)
     done = []
@@ -291,9 +295,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _risk(args: argparse.Namespace) -> int:
     from .reports import html
     job = load_job(args.job)
-    if args.html is not None:      # refuse a bad path or a missing extra before any work
-        html.check_target(args.html)
-        html.plots.require()
+    _html_first(args)
     with _connect(args, read_only=True) as con:
         out = api.risk(con, job, population_size=args.population_size, population_table=args.population_table,
                        thresholds=args.threshold)
