@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import anon_duck
+import anon_duck.api
 from anon_duck.backend import DuckDBBackend
 from anon_duck.errors import JobError, VerificationError
 from anon_duck.inputs import prepare
@@ -133,6 +134,9 @@ def test_adult_few_percent_suppressed_gives_a_far_less_general_node(job_file):
     assert check.passed and check.detail["n_release"] == 30162 - facts["suppressed"]
     report = anon_duck.report(con, job.with_params(suppression_limit=0.02))
     assert report["suppressed"] == facts["suppressed"]
+    shown = {m["name"]: m["value"] for m in anon_duck.api.release_report(con, job.with_params(suppression_limit=0.02))
+             ["measures"]}
+    assert shown["suppressed records"] == facts["suppressed"]        # the steward's report shows the count
     assert all(c.passed for c in anon_duck.verify(con, job.with_params(suppression_limit=0.02)))
 
 

@@ -68,6 +68,9 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("ALM", "Information loss per released (code, age) pair (Algorithm 3)", SEED_004 + " Alg. 3 step 20"),
     Measure("ILM (Def. 8)", "ILM as Definition 8 normalizes it", SEED_004 + " Def. 8"),
     Measure("ALM (Def. 8)", "ALM as Definition 8 normalizes it", SEED_004 + " Def. 8"),
+    Measure("suppressed records", "Records left out of the release under fulldomain's suppression_limit "
+                                  "(ARX's record suppression)",
+            "Prasser et al., ARX - a comprehensive tool for anonymizing biomedical data, AMIA 2014"),
     Measure("AvgRE", "Average relative error of frequent (code, age) combination COUNT queries",
             SEED_004 + " Appendix B"),
 )}
@@ -83,7 +86,7 @@ _ARTUC: list[tuple[str, Path]] = [("NCP", ("ncp",)), ("UL", ("ul",)), ("UL_gen",
                                   ("ARE demographics (W1)", ("are", "W1")),
                                   ("ARE demographic + code (W2)", ("are", "W2")), ("ARE codes (W3)", ("are", "W3"))]
 METHOD_MEASURES: dict[str, list[tuple[str, Path]]] = {
-    "fulldomain": _GENERALIZED,
+    "fulldomain": _GENERALIZED + [("suppressed records", ("suppressed",))],
     "artuc": _ARTUC, "artuc_baseline": _ARTUC, "artuc_rmr": _ARTUC,
     "counterfeit": [("LM", ("lm",)), ("LM_real", ("lm_real",)), ("DM", ("dm",)), ("RCE", ("rce",)),
                     ("counterfeits", ("n_counterfeits",))],
