@@ -159,9 +159,10 @@ def _check_views(backend: Backend, job: Job) -> CheckResult:
         if not backend.table_exists(name):
             violations.append({"view": name, "problem": "missing"})
             continue
-        differ = int(backend.scalar(f"verify: view {name}", _view_sql(job, view, "mismatches")))
+        columns = list(backend.columns(f"verify: columns of view {name}", ("main", name)))
+        differ = int(backend.scalar(f"verify: view {name}", _view_sql(job, view, "mismatches", columns)))
         if differ:
-            violations.append({"view": name, "problem": f"{differ} row(s) differ from its definition"})
+            violations.append({"view": name, "problem": f"{differ} group(s) of equal rows differ from its definition"})
     return CheckResult("analyst_views", not violations, len(violations), violations,
                        {"views": [view_name(job.release.name, v) for v in _views(job)]})
 
@@ -440,14 +441,14 @@ def view_name(release: str, view: AnalystView) -> str:
     return f"{release}_{view.suffix}" if view.suffix else release
 
 
-def _view_sql(job: Job, view: AnalystView, mode: str) -> str:
+def _view_sql(job: Job, view: AnalystView, mode: str, columns: Sequence[str] = ()) -> str:
     """An analyst view's statement: ``create`` it, or count its ``mismatches`` with its
-    definition. It reads the release tables by unqualified name (lib/analyst_view.jinja); the
+    definition (``columns``: the view's column names as the engine lists them). It reads the release tables by unqualified name (lib/analyst_view.jinja); the
     method's checked parameters are there too (``params``: a view may answer as the method's
     report does, e.g. disassociation's item_count)."""
     return render(view.template, mode=mode, target=("main", view_name(job.release.name, view)),
                   tables=_TableNames(job.release.name), params=get_method(job.method).check_params(job),
-                  **view.context)
+                  columns=list(columns), **view.context)
 
 
 class _TableNames(dict):
