@@ -89,16 +89,19 @@ def resolve_risk_options(job: Job, *, population_size: int | None = None, thresh
         except JobError as err:
             raise InputError(f"risk: {err}") from None
     settings = job.risk
-
-    def method_int(key: str, default: int) -> int:
-        value = job.params.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
     return RiskOptions(
         population_size if population_size is not None else settings.population_size,
         thresholds or settings.thresholds or DEFAULT_THRESHOLDS,
-        k or settings.k or method_int("k", DEFAULT_K),
-        m or settings.m or method_int("m", DEFAULT_M),
+        k or settings.k or method_whole(job, "k") or DEFAULT_K,
+        m or settings.m or method_whole(job, "m") or DEFAULT_M,
         events_prefix or settings.events_prefix or DEFAULT_EVENTS_PREFIX)
+
+
+def method_whole(job: Job, key: str) -> int | None:
+    """The job's method parameter ``key`` when it is a whole number >= 1 (a k, m or K the risk
+    measures can count against), else None."""
+    value = job.params.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 @dataclass(frozen=True)

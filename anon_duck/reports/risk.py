@@ -10,21 +10,13 @@ from typing import Any, Sequence
 from ..backend.base import Backend
 from ..inputs import Inputs
 from ..job import Job
-from ..risk import class_size_distribution, resolve_risk_options, risk_measures
+from ..risk import DEFAULT_K, class_size_distribution, method_whole, resolve_risk_options, risk_measures
 from . import classes
-
-DEFAULT_K = 5
-"""The class size below which a record counts as "at risk" when the method has no k of its own."""
-
 
 def risk_k(job: Job) -> int:
     """The k the risk measures count "records below k" against: the method's own k (``k``, or
-    LKC's ``K``), else :data:`DEFAULT_K`."""
-    for key in ("k", "K"):
-        value = job.params.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            return value
-    return DEFAULT_K
+    LKC's ``K``), else :data:`anon_duck.risk.DEFAULT_K`."""
+    return method_whole(job, "k") or method_whole(job, "K") or DEFAULT_K
 
 
 def risk_thresholds(job: Job) -> tuple[float, ...]:
