@@ -8,7 +8,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 
@@ -252,10 +252,7 @@ def _report(args: argparse.Namespace) -> int:
     _html_first(args)
     with _connect(args, read_only=True) as con:
         doc = api.release_report(con, job)
-    print(json.dumps(doc, indent=2, default=str) if args.json else text.summary(doc))
-    if args.html is not None:
-        html.write(args.html, html.report_page(doc))
-        print(f"(written: {args.html})", file=sys.stderr)
+    _emit(args, doc, text.summary, html.report_page)
     return 0
 
 
@@ -265,6 +262,17 @@ def _html_first(args: argparse.Namespace) -> None:
         from .reports import html
         html.check_target(args.html)
         html.plots.require()
+
+
+def _emit(args: argparse.Namespace, doc: dict[str, Any], summary: Callable[[dict[str, Any]], str],
+          page: Callable[[dict[str, Any]], str]) -> None:
+    """Print a document as JSON (``--json``) or its terminal summary, and with ``--html`` write
+    its page (all or nothing)."""
+    print(json.dumps(doc, indent=2, default=str) if args.json else summary(doc))
+    if args.html is not None:
+        from .reports import html
+        html.write(args.html, page(doc))
+        print(f"(written: {args.html})", file=sys.stderr)
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -285,10 +293,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
     with _connect(args, read_only=True) as con:
         doc = api.sweep(con, job, param, values, progress=TerminalProgress.if_tty(), on_point=on_point)
-    print(json.dumps(doc, indent=2, default=str) if args.json else text.sweep_table(doc))
-    if args.html is not None:
-        html.write(args.html, html.sweep_page(doc))
-        print(f"(written: {args.html})", file=sys.stderr)
+    _emit(args, doc, text.sweep_table, html.sweep_page)
     return 0
 
 
@@ -299,10 +304,7 @@ def _risk(args: argparse.Namespace) -> int:
     with _connect(args, read_only=True) as con:
         out = api.risk(con, job, population_size=args.population_size, population_table=args.population_table,
                        thresholds=args.threshold)
-    print(json.dumps(out, indent=2, default=str) if args.json else risk_summary(out))
-    if args.html is not None:
-        html.write(args.html, html.risk_page(out, job.release.name))
-        print(f"(written: {args.html})", file=sys.stderr)
+    _emit(args, out, risk_summary, lambda doc: html.risk_page(doc, job.release.name))
     return 0
 
 
