@@ -113,7 +113,14 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--curve", type=_scales, default=None, metavar="S1,S2,...",
                    help="scaling curve: run the cases at each scale (e.g. 1,2,4,8); PNG plots with the bench extra")
     b.add_argument("--suite", action="store_true",
-                   help="the whole suite behind BENCHMARKS.md (anon_duck/bench/suite.py), written beside --out")
+                   help="the whole suite behind BENCHMARKS.md (anon_duck/bench/suite.py): JSON beside --out, and "
+                        "BENCHMARKS.md's generated section")
+    b.add_argument("--steps", type=_names, default=(), metavar="STEP,...",
+                   help="with --suite: re-measure only these steps; the section is rebuilt from every step's JSON")
+    b.add_argument("--benchmarks", type=Path, default=Path("BENCHMARKS.md"),
+                   help="with --suite: the file whose generated section is rewritten (default: BENCHMARKS.md)")
+    b.add_argument("--memory-limit", default=None, metavar="SIZE",
+                   help="DuckDB's memory_limit for every connection a case opens, e.g. 1GB (the suite uses 1GB)")
     b.set_defaults(func=_bench)
     return p
 
@@ -147,6 +154,13 @@ def _scales(text: str) -> list[float]:
     if any(s <= 0 for s in scales):
         raise argparse.ArgumentTypeError(f"{text!r}: scales must be > 0")
     return scales
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated names")
+    return names
 
 
 ENGINES = ("duckdb", "spark")
@@ -335,16 +349,18 @@ def _bench(args: argparse.Namespace) -> int:
     from .bench.runner import curves_markdown, run_cases, run_curves, to_markdown, write, write_curves
     if args.suite:
         from .bench.suite import run_suite
-        print(f"(written: {run_suite(args.out.parent, progress=_stderr)})")
+        suite = run_suite(args.out.parent, steps=args.steps, benchmarks=args.benchmarks, progress=_stderr)
+        print(f"(written: {suite}, {args.benchmarks})")
         return 0
     if args.curve:
-        result = run_curves(args.cases, scales=args.curve, reps=args.reps, out_dir=args.out.parent, progress=_stderr)
+        result = run_curves(args.cases, scales=args.curve, reps=args.reps, out_dir=args.out.parent, progress=_stderr,
+                            memory_limit=args.memory_limit)
         md = write_curves(result, args.out)
         print(curves_markdown(result))
         print(f"\n(written: {md})")
         return 0
     scale, reps = (0.01, 1) if args.quick else (args.scale, args.reps)
-    report = run_cases(args.cases, scale=scale, reps=reps, progress=_stderr)
+    report = run_cases(args.cases, scale=scale, reps=reps, progress=_stderr, memory_limit=args.memory_limit)
     md = write(report, args.out)
     print(to_markdown(report))
     print(f"\n(written: {args.out}, {md})")

@@ -40,10 +40,11 @@ def test_prepare_builds_data_before_the_repetitions(tmp_path, monkeypatch):
         if "repetition" in message:
             cached_at_start.append(sorted(DATA.rglob("*.parquet")))
 
-    report = runner.run_cases(["verify_k_10m_2gb"], scale=0.0001, reps=2, progress=progress)
+    report = runner.run_cases(["verify_k"], scale=0.001, reps=2, progress=progress, memory_limit="300MB")
     assert cached_at_start[0] and cached_at_start[0] == cached_at_start[1]
-    assert report["cases"]["verify_k_10m_2gb"]["rows"] == 1_000
-    assert "data_built" not in report["cases"]["verify_k_10m_2gb"]
+    summary = report["cases"]["verify_k"]
+    assert summary["rows"] == 1_000 and summary["memory_limit"] == "300MB"
+    assert "data_built" not in summary and summary["other_load"] >= 0
 
 
 def test_a_repetition_that_generates_data_fails(tmp_path, monkeypatch):
@@ -64,13 +65,79 @@ def test_suite_plan_runs_exactly_the_registered_cases():
     assert len({step.name for step in PLAN}) == len(PLAN)
 
 
-def test_suite_writes_every_step(tmp_path, monkeypatch):
+def test_suite_writes_every_step_and_the_generated_section(tmp_path, monkeypatch):
     from anon_duck.bench import suite
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(suite, "PLAN", (suite.Step("one", "One scale", ("verify_k",), scale=0.01),
+    monkeypatch.setattr(suite, "PLAN", (suite.Step("one", "One scale", ("verify_k", "verify_k_floor"), scale=0.01),
                                         suite.Step("curve", "A curve", ("verify_k",), curve=(0.005, 0.01))))
-    assert main(["bench", "--suite", "--out", str(tmp_path / "out" / "x.json")]) == 0
+    monkeypatch.setattr(suite, "TARGETS", (suite.Target("k near its floor", "one", "verify_k", "floor", 1e9, 0.01),
+                                           suite.Target("k in no time", "one", "verify_k", "median_s", 0.0, 0.01),
+                                           suite.Target("a step not run", "nowhere", "verify_k", "median_s", 1)))
+    monkeypatch.setattr(suite, "MEMORY_LIMIT", "500MB")
+    bench_md = tmp_path / "BENCHMARKS.md"
+    bench_md.write_text(f"# Hand-written\n\nprose before\n\n{suite.BEGIN}\nold tables\n{suite.END}\n\nprose after\n")
+    assert main(["bench", "--suite", "--out", str(tmp_path / "out" / "x.json"), "--benchmarks", str(bench_md)]) == 0
     text = (tmp_path / "out" / "suite.md").read_text()
-    assert "## One scale" in text and "## A curve" in text and "**verify_k**" in text
-    assert json.loads((tmp_path / "out" / "one.json").read_text())["cases"]["verify_k"]["rows"] > 0
+    assert "### One scale" in text and "### A curve" in text and "**verify_k**" in text
+    one = json.loads((tmp_path / "out" / "one.json").read_text())
+    assert one["cases"]["verify_k"]["rows"] > 0 and one["cases"]["verify_k"]["memory_limit"] == "500MB"
     assert len(json.loads((tmp_path / "out" / "curve.curves.json").read_text())["curves"]["verify_k"]) == 2
+    written = bench_md.read_text()
+    assert written.startswith("# Hand-written\n\nprose before\n\n") and written.endswith("\n\nprose after\n")
+    assert "old tables" not in written and written.count(suite.BEGIN) == written.count(suite.END) == 1
+    rows = {line.split(" | ")[0]: line for line in written.splitlines() if line.startswith("| k ") or "not run" in line}
+    assert rows["| k near its floor"].endswith("| **met** |") and rows["| k in no time"].endswith("| **missed** |")
+    assert "not measured" in rows["| a step not run"]
+    assert "Growth: time ∝ rows^" in written      # the curve's exponent
+
+
+def test_suite_refuses_a_benchmarks_file_without_markers_before_measuring(tmp_path, monkeypatch):
+    from anon_duck.bench import suite
+    ran: list[str] = []
+    monkeypatch.setattr(suite, "run_cases", lambda *a, **k: ran.append("run"))
+    (tmp_path / "B.md").write_text("# no markers\n")
+    with pytest.raises(AnonDuckError, match="has no generated section"):
+        suite.run_suite(tmp_path, benchmarks=tmp_path / "B.md", progress=lambda _: None)
+    with pytest.raises(AnonDuckError, match="unknown step 'nope'"):
+        suite.run_suite(tmp_path, steps=("nope",), progress=lambda _: None)
+    assert ran == []
+
+
+def test_busy_measurements_are_marked_and_targets_judged():
+    from anon_duck.bench import suite
+    from anon_duck.bench.runner import growth_exponent, load_cell
+    assert load_cell({"other_load": 0.1}) == "0.10" and load_cell({"other_load": 1.4}) == "**busy 1.40**"
+    results = {"verifiers": {"scale": 1.0, "cases": {
+        "verify_k": {"median_s": 0.30, "other_load": 0.0, "peak_rss_mb": 900.0},
+        "verify_k_floor": {"median_s": 0.25, "other_load": 2.0, "peak_rss_mb": 800.0},
+        "pycanon_k": {"median_s": 2.0, "other_load": 0.0, "peak_rss_mb": 2000.0}}}}
+    table = suite.targets_markdown(results)
+    line = next(x for x in table.splitlines() if x.startswith("| verify_k ≤ 1.5× its floor, 1M rows"))
+    assert "1.20×" in line and "**busy 2.00**" in line and line.endswith("**met** |")
+    memory = suite.memory_markdown(results)
+    assert "| pycanon_k | 2,000 | peer (not ours) |" in memory and "| verify_k | 900 | yes |" in memory
+    # time = rows^1.5 exactly: the fitted exponent is 1.5
+    assert growth_exponent([{"rows": r, "median_s": r ** 1.5} for r in (10, 100, 1000)]) == pytest.approx(1.5)
+
+
+def test_other_load_counts_a_busy_neighbour():
+    import subprocess
+    import sys
+    from anon_duck.bench.load import CpuWatch
+    burn = "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"
+    neighbour = subprocess.Popen([sys.executable, "-c", burn])
+    try:
+        watch = CpuWatch()
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(1.0)"], check=True)
+        assert watch.other_load() > 0.4          # the neighbour held most of a core
+    finally:
+        neighbour.wait()
+
+
+def test_bench_connections_take_the_memory_limit(monkeypatch):
+    from anon_duck.bench import cases
+    from anon_duck.sqlrender import render
+    monkeypatch.setattr(cases, "MEMORY_LIMIT", "300MB")
+    with cases.connect() as con:
+        shown = con.execute(render("util/current_setting.sql.j2"), {"name": "memory_limit"}).fetchone()[0]
+    assert shown == "286.1 MiB"        # DuckDB shows 300 MB in MiB

@@ -13,13 +13,20 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..errors import AnonDuckError
 from .cases import CASES, FLOORS, PEERS, PREPARE
+from .load import BUSY, CpuWatch
 
 WORKER = [sys.executable, "-m", "anon_duck.bench.worker"]
 
 
-def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print) -> dict[str, Any]:
+def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print,
+              memory_limit: str | None = None) -> dict[str, Any]:
+    """Each case ``reps`` times, each repetition in a fresh worker with DuckDB capped at
+    ``memory_limit``; per case the median and minimum time, the peak RSS over the repetitions
+    and the most other programs kept the machine busy during one of them (bench/load.py)."""
     unknown = [n for n in names if n not in CASES]
     if unknown:
         raise AnonDuckError(f"bench: unknown case {unknown[0]!r}; cases: {', '.join(sorted(CASES))}")
@@ -30,18 +37,23 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print) 
         runs = []
         for rep in range(reps):
             progress(f"bench {name} (scale {scale:g}) repetition {rep + 1}/{reps}")
-            proc = subprocess.run([*WORKER, name, str(scale)], capture_output=True, text=True)
+            watch = CpuWatch()
+            limit = ["--memory-limit", memory_limit] if memory_limit else []
+            proc = subprocess.run([*WORKER, name, str(scale), *limit], capture_output=True, text=True)
             if proc.returncode != 0:
                 raise AnonDuckError(f"bench case {name!r} failed:\n{proc.stderr[-2000:]}")
             run = json.loads(proc.stdout.strip().splitlines()[-1])
             if run["data_built"]:
                 raise AnonDuckError(f"bench case {name!r} generated data inside a timed repetition "
                                     f"({', '.join(run['data_built'])}): name its builder with @case(..., data=...)")
+            run.update(other_load=watch.other_load(), loadavg=watch.loadavg)
             runs.append(run)
         secs = [r["seconds"] for r in runs]
-        summary = {k: v for k, v in runs[-1].items() if k not in ("seconds", "peak_rss_mb", "data_built")}
+        summary = {k: v for k, v in runs[-1].items()
+                   if k not in ("seconds", "peak_rss_mb", "data_built", "other_load", "loadavg")}
         summary.update(min_s=min(secs), median_s=statistics.median(secs),
-                       peak_rss_mb=max(r["peak_rss_mb"] for r in runs), reps=reps)
+                       peak_rss_mb=max(r["peak_rss_mb"] for r in runs), reps=reps, memory_limit=memory_limit,
+                       other_load=max(r["other_load"] for r in runs), loadavg=max(r["loadavg"] for r in runs))
         if summary.get("rows"):
             summary["rows_per_s"] = summary["rows"] / summary["median_s"] if summary["median_s"] else None
         results[name] = summary
@@ -49,7 +61,8 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print) 
               for peer, ours in PEERS.items() if peer in results and ours in results and results[ours]["median_s"]}
     floors = {f"{ours} / {floor}": results[ours]["median_s"] / results[floor]["median_s"]
               for floor, ours in FLOORS.items() if floor in results and ours in results and results[floor]["median_s"]}
-    return {"machine": _machine(), "scale": scale, "cases": results, "ratios": ratios, "floor_ratios": floors}
+    return {"machine": _machine(), "scale": scale, "memory_limit": memory_limit, "cases": results, "ratios": ratios,
+            "floor_ratios": floors}
 
 
 def _prepare(names: Sequence[str], scale: float, progress: Callable[[str], None]) -> None:
@@ -62,15 +75,19 @@ def _prepare(names: Sequence[str], scale: float, progress: Callable[[str], None]
         raise AnonDuckError(f"bench: preparing the data of {', '.join(names)} failed:\n{proc.stderr[-2000:]}")
 
 
+SHOWN = ("rows", "min_s", "median_s", "peak_rss_mb", "rows_per_s", "reps", "memory_limit", "other_load", "loadavg")
+
+
 def to_markdown(report: dict[str, Any]) -> str:
-    lines = [f"Machine: {report['machine']}; scale {report['scale']:g}.", "",
-             "| case | rows | min s | median s | peak RSS MB | rows/s | figures |", "|---|---|---|---|---|---|---|"]
+    lines = [f"Machine: {report['machine']}; scale {report['scale']:g}; DuckDB memory_limit "
+             f"{report.get('memory_limit') or 'default'}.", "",
+             "| case | rows | min s | median s | peak RSS MB | other load | rows/s | figures |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, r in report["cases"].items():
-        figures = ", ".join(f"{k}={v}" for k, v in r.items()
-                            if k not in ("rows", "min_s", "median_s", "peak_rss_mb", "rows_per_s", "reps"))
+        figures = ", ".join(f"{k}={v}" for k, v in r.items() if k not in SHOWN)
         rps = f"{r['rows_per_s']:,.0f}" if r.get("rows_per_s") else "-"
         lines.append(f"| {name} | {r.get('rows', '-'):,} | {r['min_s']:.3f} | {r['median_s']:.3f} | "
-                     f"{r['peak_rss_mb']:.0f} | {rps} | {figures} |")
+                     f"{r['peak_rss_mb']:.0f} | {load_cell(r)} | {rps} | {figures} |")
     if report["ratios"]:
         lines += ["", "| peer / ours (median time) | ratio |", "|---|---|"]
         lines += [f"| {k} | {v:.1f}× |" for k, v in report["ratios"].items()]
@@ -80,27 +97,50 @@ def to_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def load_cell(r: dict[str, Any]) -> str:
+    """The other load of a measurement, marked **busy** above :data:`load.BUSY`: a number
+    taken on a busy machine is never shown as if it were not."""
+    load = r.get("other_load")
+    if load is None:
+        return "-"
+    return f"**busy {load:.2f}**" if load > BUSY else f"{load:.2f}"
+
+
+def growth_exponent(points: Sequence[dict[str, Any]]) -> float | None:
+    """The least-squares slope of log(time) on log(rows): time grows about as rows^slope."""
+    pts = [(p["rows"], p["median_s"]) for p in points if p.get("rows") and p["median_s"] > 0]
+    if len(pts) < 2 or len({r for r, _ in pts}) < 2:
+        return None
+    x, y = np.log([r for r, _ in pts]), np.log([t for _, t in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
 def run_curves(names: Sequence[str], *, scales: Sequence[float], reps: int, out_dir: Path,
-               progress=print) -> dict[str, Any]:
-    """Time vs rows for each case over ``scales`` (e.g. 1, 2, 4, 8): a markdown table, and a
-    PNG per case when matplotlib (the ``bench`` extra) is installed."""
+               progress=print, memory_limit: str | None = None) -> dict[str, Any]:
+    """Time vs rows for each case over ``scales`` (e.g. 1, 2, 4, 8): a markdown table with the
+    growth exponent, and a PNG per case when matplotlib (the ``bench`` extra) is installed."""
     curves: dict[str, list[dict[str, Any]]] = {}
     for scale in scales:
-        report = run_cases(names, scale=scale, reps=reps, progress=progress)
+        report = run_cases(names, scale=scale, reps=reps, progress=progress, memory_limit=memory_limit)
         for name, r in report["cases"].items():
-            curves.setdefault(name, []).append({"scale": scale, "rows": r.get("rows"), "median_s": r["median_s"],
-                                                "peak_rss_mb": r["peak_rss_mb"]})
+            curves.setdefault(name, []).append({"scale": scale, **r})
     plots = _plot(curves, out_dir)
-    return {"machine": _machine(), "curves": curves, "plots": plots}
+    return {"machine": _machine(), "memory_limit": memory_limit, "curves": curves, "plots": plots}
 
 
 def curves_markdown(result: dict[str, Any]) -> str:
-    lines = [f"Machine: {result['machine']}.", ""]
+    lines = [f"Machine: {result['machine']}; DuckDB memory_limit {result.get('memory_limit') or 'default'}.", ""]
     for name, points in result["curves"].items():
-        lines += [f"**{name}**", "", "| scale | rows | median s | s per 1M rows | peak RSS MB |", "|---|---|---|---|---|"]
+        lines += [f"**{name}**", "", "| scale | rows | median s | s per 1M rows | peak RSS MB | other load |",
+                  "|---|---|---|---|---|---|"]
         for p in points:
             per = p["median_s"] / p["rows"] * 1e6 if p.get("rows") else float("nan")
-            lines.append(f"| {p['scale']:g} | {p['rows']:,} | {p['median_s']:.2f} | {per:.2f} | {p['peak_rss_mb']:.0f} |")
+            lines.append(f"| {p['scale']:g} | {p['rows']:,} | {p['median_s']:.2f} | {per:.2f} | "
+                         f"{p['peak_rss_mb']:.0f} | {load_cell(p)} |")
+        slope = growth_exponent(points)
+        if slope is not None:
+            lines += ["", f"Growth: time ∝ rows^{slope:.2f} (least-squares slope of log time on log rows, "
+                          f"{len(points)} points)."]
         if name in result["plots"]:
             lines += ["", f"![{name}]({result['plots'][name]})"]
         lines.append("")
@@ -149,4 +189,7 @@ def write(report: dict[str, Any], out: Path) -> Path:
 
 def _machine() -> str:
     import os
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+    import duckdb
+    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"DuckDB {duckdb.__version__}")

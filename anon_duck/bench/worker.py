@@ -3,6 +3,8 @@ Prints one JSON line: the case's figures, peak RSS of this process, and ``data_b
 files the repetition added to the data cache (the runner rejects a timed repetition that built
 any, since generating data would count in its peak RSS).
 
+``--memory-limit 1GB`` caps DuckDB in every connection the case opens (:data:`cases.MEMORY_LIMIT`).
+
 ``python -m anon_duck.bench.worker --prepare CASE [CASE ...] SCALE`` only runs the cases' data
 builders (untimed; the runner calls it once before the repetitions), so the repetitions find
 their data cached whether the cache was cold or warm."""
@@ -13,6 +15,7 @@ import json
 import resource
 from pathlib import Path
 
+from . import cases
 from .cases import CASES, PREPARE
 from .generators import DATA
 
@@ -22,7 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prepare", action="store_true", help="build and cache the cases' data; time nothing")
     parser.add_argument("cases", nargs="+", choices=sorted(CASES), metavar="CASE")
     parser.add_argument("scale", type=float)
+    parser.add_argument("--memory-limit", help="DuckDB's memory_limit for every connection the case opens")
     args = parser.parse_args(argv)
+    cases.MEMORY_LIMIT = args.memory_limit
     if args.prepare:
         for name in args.cases:
             if name in PREPARE:

@@ -20,9 +20,12 @@ from ...job import parse_job
 from ..generators.cohort import TABLE_I, generate, job_text
 
 
-def run(cohort: str, k: int, n: int | None = None, alignment: str = "ags", seed: int = 1) -> dict:
+def run(cohort: str, k: int, n: int | None = None, alignment: str = "ags", seed: int = 1,
+        con: duckdb.DuckDBPyConnection | None = None) -> dict:
+    """Anonymize a generated cohort on ``con`` (a new in-memory database if None); the result's
+    ``job`` is the job that published the release there."""
     spec = TABLE_I[cohort]
-    con = duckdb.connect()
+    con = con or duckdb.connect()
     backend = DuckDBBackend(con)
     data = generate(spec, n_patients=n, seed=seed)
     backend.write_table("cohort_patients", data["patients"])
@@ -36,10 +39,12 @@ def run(cohort: str, k: int, n: int | None = None, alignment: str = "ags", seed:
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "ilm_alg": round(f["ilm_alg"], 4), "alm_alg": round(f["alm_alg"], 4),
             "ilm_def8": round(f["ilm_def8"], 4), "alm_def8": round(f["alm_def8"], 4),
-            "clusters": f["clusters"], "verified": res.verified}
+            "clusters": f["clusters"], "verified": res.verified, "job": job}
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    print(json.dumps(run(args[0], int(args[1]), int(args[2]) if len(args) > 2 and args[2] != "all" else None,
-                         args[3] if len(args) > 3 else "ags")))
+    out = run(args[0], int(args[1]), int(args[2]) if len(args) > 2 and args[2] != "all" else None,
+              args[3] if len(args) > 3 else "ags")
+    out.pop("job")
+    print(json.dumps(out))
