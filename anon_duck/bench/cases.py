@@ -6,7 +6,9 @@ in time or in peak RSS."""
 from __future__ import annotations
 
 import time
+import atexit
 import hashlib
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -56,9 +58,13 @@ def case(name: str, *, peer_of: str | None = None, floor_of: str | None = None,
     return register
 
 
-def connect() -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory database under :data:`MEMORY_LIMIT`, set before anything is loaded."""
-    return duckdb.connect(config={"memory_limit": MEMORY_LIMIT} if MEMORY_LIMIT else {})
+def connect(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    """A fresh database (in memory by default) under :data:`MEMORY_LIMIT`, set before anything
+    is loaded, without DuckDB's progress bar (it would draw on the worker's stdout, the runner's
+    channel)."""
+    con = duckdb.connect(database, config={"memory_limit": MEMORY_LIMIT} if MEMORY_LIMIT else {})
+    con.execute(render("bench/no_progress_bar.sql.j2"))
+    return con
 
 
 def _cached(name: str, n: int, template: str, **context: Any) -> tuple[Path, int]:
@@ -78,9 +84,14 @@ def _synthetic(scale: float) -> tuple[Path, int]:
                    cardinalities=VERIFY_QIS, n_sensitive=6)
 
 
-def _loaded(scale: float) -> tuple[duckdb.DuckDBPyConnection, int]:
-    path, n = _synthetic(scale)
-    con = connect()
+def _loaded(scale: float, data: Callable[[float], tuple[Path, int]] = _synthetic) -> tuple[duckdb.DuckDBPyConnection, int]:
+    """The verifier cases' input as table ``t`` of a database file (in a temporary folder), as a
+    steward's table would be: under :data:`MEMORY_LIMIT` DuckDB can evict its blocks, where an
+    in-memory table of 10M rows would have to stay whole in RAM beside the check's own work."""
+    path, n = data(scale)
+    folder = tempfile.mkdtemp(prefix="anon_duck_bench_")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    con = connect(str(Path(folder) / "bench.duckdb"))
     con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})
     return con, n
 
@@ -107,9 +118,10 @@ def verify_l(scale: float) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
 
 
-def _floor(scale: float, template: str, **context: Any) -> dict[str, Any]:
-    """Time one hand-written check (``template`` over table ``t`` of the synthetic data)."""
-    con, n = _loaded(scale)
+def _floor(scale: float, template: str, data: Callable[[float], tuple[Path, int]] = _synthetic,
+           **context: Any) -> dict[str, Any]:
+    """Time one hand-written check (``template`` over table ``t`` of ``data``)."""
+    con, n = _loaded(scale, data)
     sql = render(template, relation=("t",), **context)
     t0 = time.perf_counter()
     value = con.execute(sql).fetchone()[0]
@@ -364,24 +376,16 @@ def _synthetic_codes(scale: float) -> tuple[Path, int]:
 def verify_km(scale: float) -> dict[str, Any]:
     """k^m-anonymity verifier (k = 5, m = 2) on 1M (id, code) pairs × scale."""
     from ..verifiers import km_anonymity
-    path, n = _synthetic_codes(scale)
-    with connect() as con:
-        con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})
-        t0 = time.perf_counter()
-        res = km_anonymity(DuckDBBackend(con), relation="t", id_col="id", code_col="code", k=5, m=2)
-        return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
+    con, n = _loaded(scale, _synthetic_codes)
+    t0 = time.perf_counter()
+    res = km_anonymity(DuckDBBackend(con), relation="t", id_col="id", code_col="code", k=5, m=2)
+    return {"seconds": time.perf_counter() - t0, "rows": n, "violations": res.n_violations}
 
 
 @case("verify_km_floor", floor_of="verify_km", data=_synthetic_codes)
 def verify_km_floor(scale: float) -> dict[str, Any]:
     """``verify_km``'s floor: rare codes and code pairs (k = 5) counted by one hand-written query."""
-    path, n = _synthetic_codes(scale)
-    with connect() as con:
-        con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})
-        sql = render("bench/floor_km.sql.j2", relation=("t",), id_col="id", code_col="code", k=5)
-        t0 = time.perf_counter()
-        value = con.execute(sql).fetchone()[0]
-        return {"seconds": time.perf_counter() - t0, "rows": n, "value": value}
+    return _floor(scale, "bench/floor_km.sql.j2", _synthetic_codes, id_col="id", code_col="code", k=5)
 
 
 @case("artuc_informs")

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     out = CASES[args.cases[0]](args.scale)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["data_built"] = sorted(str(p) for p in _cache_files() - before)
-    print(json.dumps(out, default=str))
+    print("\n" + json.dumps(out, default=str))   # on a line of its own, whatever the case printed
 
 
 def _cache_files() -> set[Path]:
