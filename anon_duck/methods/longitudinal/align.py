@@ -30,9 +30,9 @@ from itertools import accumulate
 
 import numpy as np
 
+from . import kernel
 from .costs import CostModel
-
-GEN, SUP_Y, SUP_X = 0, 1, 2
+from .kernel import GEN, SUP_X, SUP_Y
 OP_NAMES = {GEN: "GEN", SUP_Y: "SUP_Y", SUP_X: "SUP_X"}
 
 
@@ -85,81 +85,41 @@ def ags(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes: np.n
     numerators are summed along the traceback path, and the full i/a matrices of Fig. 5 are
     rebuilt from r only when asked for."""
     xc, xa, yc, ya = (np.asarray(v, dtype=np.int64) for v in (x_codes, x_ages, y_codes, y_ages))
-    m, n = xc.size, yc.size
-    # per-operation costs as Python ints: (weighted i, weighted a, unweighted i, unweighted a)
-    gen = list(zip(*(t[xs[:, None], ys].ravel().tolist() for t, xs, ys in (
-        (model.gen_i, xc, yc), (model.gen_a, xa, ya), (model.num_gen_i, xc, yc), (model.num_gen_a, xa, ya)))))
-    sx = list(zip(model.sup_i[xc].tolist(), model.sup_a[xa].tolist(),
-                  model.num_sup_i[xc].tolist(), model.num_sup_a[xa].tolist()))
-    sy = list(zip(model.sup_i[yc].tolist(), model.sup_a[ya].tolist(),
-                  model.num_sup_i[yc].tolist(), model.num_sup_a[ya].tolist()))
-    gen_t = [g[0] + g[1] for g in gen]                           # steps 16 + 19, row-major (h, j)
-    sx_t, sy_t = [c[0] + c[1] for c in sx], [c[0] + c[1] for c in sy]
-    C = [[0] * (n + 1) for _ in range(m + 1)]
-    R = [[-1] * (n + 1) for _ in range(m + 1)]
-    C[0][0] = offsets.i + offsets.a
-    for h in range(1, m + 1):                                  # steps 3-7
-        C[h][0], R[h][0] = C[h - 1][0] + sx_t[h - 1], SUP_X
-    for j in range(1, n + 1):                                  # steps 8-12
-        C[0][j], R[0][j] = C[0][j - 1] + sy_t[j - 1], SUP_Y
-    for h in range(1, m + 1):                                  # steps 13-25
-        up, row, r_row, sup_x = C[h - 1], C[h], R[h], sx_t[h - 1]
-        base = (h - 1) * n
-        for j in range(1, n + 1):
-            cand_gen = up[j - 1] + gen_t[base + j - 1]         # steps 16, 19
-            cand_supy = row[j - 1] + sy_t[j - 1]               # steps 17, 20
-            cand_supx = up[j] + sup_x                          # steps 18, 21
-            if cand_gen <= cand_supy and cand_gen <= cand_supx:   # step 22, GEN first
-                row[j], r_row[j] = cand_gen, GEN
-            elif cand_supy <= cand_supx:
-                row[j], r_row[j] = cand_supy, SUP_Y
-            else:
-                row[j], r_row[j] = cand_supx, SUP_X
-    out_c: list[int] = []
-    out_a: list[int] = []
-    sums = [offsets.i, offsets.a, offsets.n_i, offsets.n_a]
-    h, j = m, n
-    while h >= 1 or j >= 1:                                    # steps 26-36
-        op = R[h][j]
-        if op == GEN:
-            cost = gen[(h - 1) * n + j - 1]
-            out_c.append(int(model.icd.lca[xc[h - 1], yc[j - 1]]))
-            out_a.append(int(model.age.lca[xa[h - 1], ya[j - 1]]))
-            h, j = h - 1, j - 1
-        elif op == SUP_Y:
-            cost = sy[j - 1]
-            j -= 1
-        else:
-            cost = sx[h - 1]
-            h -= 1
-        sums = [v + c for v, c in zip(sums, cost)]
-    result = Alignment(np.array(out_c[::-1], dtype=np.int64), np.array(out_a[::-1], dtype=np.int64), *sums)
+    xcc, xac = xc[:, None], xa[:, None]
+    # per-operation costs (weighted i, weighted a, unweighted i, unweighted a): (4, m, n), (4, m), (4, n)
+    gen = np.stack((model.gen_i[xcc, yc], model.gen_a[xac, ya], model.num_gen_i[xcc, yc],
+                    model.num_gen_a[xac, ya])).astype(np.int64)
+    sx = np.stack((model.sup_i[xc], model.sup_a[xa], model.num_sup_i[xc], model.num_sup_a[xa])).astype(np.int64)
+    sy = np.stack((model.sup_i[yc], model.sup_a[ya], model.num_sup_i[yc], model.num_sup_a[ya])).astype(np.int64)
+    _, r = kernel.ags_ops(gen[0] + gen[1], sx[0] + sx[1], sy[0] + sy[1], offsets.i + offsets.a)  # steps 1-25
+    ops, hs, js = kernel.traceback(r)                                                           # steps 26-36
+    g, by_y, by_x = ops == GEN, ops == SUP_Y, ops == SUP_X
+    hg, jg = hs[g][::-1] - 1, js[g][::-1] - 1                                                   # position order
+    sums = gen[:, hg, jg].sum(axis=1) + sy[:, js[by_y] - 1].sum(axis=1) + sx[:, hs[by_x] - 1].sum(axis=1)
+    i, a, n_i, n_a = (int(v) for v in sums)
+    result = Alignment(model.icd.lca[xc[hg], yc[jg]].astype(np.int64), model.age.lca[xa[hg], ya[jg]].astype(np.int64),
+                       offsets.i + i, offsets.a + a, offsets.n_i + n_i, offsets.n_a + n_a)
     if with_matrices:
-        return result, _matrices(R, gen, sx, sy, offsets)
+        return result, _matrices(r, gen, sx, sy, offsets)
     return result
 
 
-def _matrices(R: list[list[int]], gen: list[tuple[int, ...]], sx: list[tuple[int, ...]], sy: list[tuple[int, ...]],
-              offsets: Offsets) -> AgsMatrices:
+def _matrices(r: np.ndarray, gen: np.ndarray, sx: np.ndarray, sy: np.ndarray, offsets: Offsets) -> AgsMatrices:
     """The i and a matrices of Fig. 5: each cell's sums extend those of the cell its operation
     came from (steps 16-21 applied along r)."""
-    m, n = len(R) - 1, len(R[0]) - 1
-    I = [[0] * (n + 1) for _ in range(m + 1)]
-    A = [[0] * (n + 1) for _ in range(m + 1)]
-    I[0][0], A[0][0] = offsets.i, offsets.a
+    m, n = r.shape[0] - 1, r.shape[1] - 1
+    ia = np.zeros((2, m + 1, n + 1), dtype=np.int64)
+    ia[:, 0, 0] = offsets.i, offsets.a
     for h in range(m + 1):
         for j in range(n + 1):
-            op = R[h][j]
+            op = r[h, j]
             if op == GEN:
-                (ph, pj), cost = (h - 1, j - 1), gen[(h - 1) * n + j - 1]
+                ia[:, h, j] = ia[:, h - 1, j - 1] + gen[:2, h - 1, j - 1]
             elif op == SUP_Y:
-                (ph, pj), cost = (h, j - 1), sy[j - 1]
+                ia[:, h, j] = ia[:, h, j - 1] + sy[:2, j - 1]
             elif op == SUP_X:
-                (ph, pj), cost = (h - 1, j), sx[h - 1]
-            else:
-                continue
-            I[h][j], A[h][j] = I[ph][pj] + cost[0], A[ph][pj] + cost[1]
-    return AgsMatrices(np.array(I, dtype=np.int64), np.array(A, dtype=np.int64), np.array(R, dtype=np.int64))
+                ia[:, h, j] = ia[:, h - 1, j] + sx[:2, h - 1]
+    return AgsMatrices(ia[0], ia[1], r)
 
 
 def baseline(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes: np.ndarray, y_ages: np.ndarray,
@@ -239,7 +199,8 @@ class PairSet:
 class XTables:
     """What a batched scan needs to know about one X = (x_1..x_m), as tables over a PairSet.
 
-    ``step[h - 1, p]`` is the DP row table of x_h (module docstring), 0 in the pad column.
+    ``step[h - 1, p]`` is the DP row table of x_h (module docstring), 0 in the pad column;
+    int64, the type of the compiled kernels (:mod:`.kernel`) that read the tables.
     ``lower`` and ``unmatched`` give a lower bound of the A-GS total (not in the paper; it
     lets MDAV' skip alignments without changing any result): in any alignment each y_j is
     either suppressed (sup(y_j)) or generalized with one x_h (gen(x_h, y_j), each GEN
@@ -252,14 +213,11 @@ class XTables:
     sup_p: np.ndarray       # (P + 1,) sup of each candidate pair, pad 0
     sup_xs: np.ndarray      # (m,) sup(x_h)
 
-    FEW = 128               # below this many candidates one strided prefix minimum beats a loop
-
     @classmethod
-    def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray,
-               dtype: type) -> "XTables":
+    def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray) -> "XTables":
         xc, xa = np.asarray(x_codes, dtype=np.int64), np.asarray(x_ages, dtype=np.int64)
-        sup_x = model.sup(xc, xa).astype(dtype)
-        step = pairs.gen(model, xc, xa)                                 # steps 16 + 19, (m, P + 1)
+        sup_x = model.sup(xc, xa).astype(np.int64)
+        step = pairs.gen(model, xc, xa).astype(np.int64)                # steps 16 + 19, (m, P + 1)
         step -= pairs.sup
         step -= sup_x[:, None]
         step[:, -1] = 0
@@ -278,7 +236,7 @@ class XTables:
         best = (self.step + self.sup_xs[:, None]).min(axis=0)
         low = self.sup_p + np.minimum(best, 0)
         low[-1] = 0
-        return low
+        return low.astype(np.int64)
 
     @cached_property
     def unmatched(self) -> np.ndarray:
@@ -286,39 +244,20 @@ class XTables:
         smallest = [0, *accumulate(sorted(self.sup_xs.tolist()))]
         return np.array(smallest[::-1], dtype=np.int64)
 
-    def lower_bound(self, pid: np.ndarray) -> np.ndarray:
-        """The Y side of the lower bound, ``sum_j lower[y_j]``, for each Y (pid: (width, N))."""
-        return self.lower.take(pid, mode="clip").sum(axis=0, dtype=np.int64)
+    def lower_bound(self, pid: np.ndarray, length: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Both sides of the lower bound for the values ``ids`` (pair ids ``pid[t, :length[t]]``)."""
+        return kernel.lower_bounds(self.lower, self.unmatched, pid, length, ids)
 
-    def unmatched_bound(self, length: np.ndarray) -> np.ndarray:
-        """The X side of the lower bound for Ys of the given lengths (index clipped to m)."""
-        return self.unmatched.take(length, mode="clip")
-
-    def upper_bound(self, pid: np.ndarray, sup_y: np.ndarray) -> np.ndarray:
+    def upper_bound(self, pid: np.ndarray, length: np.ndarray, sup_y: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """An upper bound of the A-GS total of X with each Y: the cost of one feasible
         alignment, x_t against y_t for t <= min(m, n) (GEN, or both suppressed when that is
         cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``)."""
-        bound = sup_y + self.sup_x
-        for table, ids in zip(self.step, pid):                     # pad pairs: step 0
-            bound += np.minimum(table.take(ids, mode="clip"), 0)
-        return bound
+        return kernel.upper_bounds(self.step, self.sup_x, pid, length, sup_y, ids)
 
-    def costs(self, pid: np.ndarray, length: np.ndarray, sup_y: np.ndarray) -> np.ndarray:
+    def costs(self, pid: np.ndarray, length: np.ndarray, sup_y: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """The A-GS total i + a of A-GS(X, 0, 0, Y) for each Y (no traceback): steps 1-25 on
-        the shifted matrix E, row by row; ``sup_y[c]`` = SUPY(n) of candidate c."""
-        width, n_cand = pid.shape
-        e = np.zeros((width + 1, n_cand), dtype=self.step.dtype)     # rows E[h, 0..width]^T
-        row = np.empty((width, n_cand), dtype=self.step.dtype)
-        for table in self.step:                                       # steps 13-25, one x_h at a time
-            np.take(table, pid, out=row, mode="clip")                 # ids are in range: no checks
-            row += e[:-1]                                             # GEN from (h-1, j-1)
-            np.minimum(row, e[1:], out=row)                           # SUP_X from (h-1, j)
-            if n_cand < self.FEW:                                     # SUP_Y chain from (h, j-1)
-                np.minimum.accumulate(row, axis=0, out=e[1:])
-            else:                                                     # (strided: slow for many)
-                for j in range(width):
-                    np.minimum(row[j], e[j], out=e[j + 1])
-        return e[length, np.arange(n_cand)].astype(np.int64) + sup_y + self.sup_x
+        the shifted matrix E; ``sup_y[t]`` = SUPY(n) of value t."""
+        return kernel.exact_costs(self.step, self.sup_x, pid, length, sup_y, ids)
 
 
 @dataclass
@@ -326,8 +265,8 @@ class Bucket:
     """Candidate trajectories of similar length, padded to ``width`` (pad = node 0 / pair id
     ``pairs.pad``, never read).
 
-    ``scum[:, j]`` is the cost of suppressing y_1..y_j and ``pid`` the pair ids laid out
-    column-wise (one column per candidate), both fixed for the whole run."""
+    ``scum[:, j]`` is the cost of suppressing y_1..y_j and ``pid`` the pair ids, one row per
+    candidate."""
 
     traj: np.ndarray        # (N,) distinct-trajectory ids
     codes: np.ndarray       # (N, width)
@@ -335,7 +274,7 @@ class Bucket:
     length: np.ndarray      # (N,)
     scum: np.ndarray        # (N, width + 1)
     pairs: PairSet
-    pid: np.ndarray         # (width, N)
+    pid: np.ndarray         # (N, width)
 
     @classmethod
     def create(cls, model: CostModel, traj: np.ndarray, codes: np.ndarray, ages: np.ndarray,
@@ -347,8 +286,7 @@ class Bucket:
         np.cumsum(sup, axis=1, out=scum[:, 1:])
         if pairs is None:
             pairs = PairSet.create(model, codes[mask], ages[mask], dtype)
-        pid = np.ascontiguousarray(pairs.ids(codes, ages, mask).T)
-        return cls(traj, codes, ages, length, scum, pairs, pid)
+        return cls(traj, codes, ages, length, scum, pairs, pairs.ids(codes, ages, mask))
 
     @property
     def sup_y(self) -> np.ndarray:
@@ -361,8 +299,8 @@ def ags_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Buck
 
     The recurrence is Algorithm 2's on totals (spec §3.2): the argmin of steps 22-23 picks by
     the total, so the total of cell (m, n) is the same whatever the tie rule."""
-    tables = XTables.create(model, b.pairs, x_codes, x_ages, b.scum.dtype)
-    return tables.costs(b.pid, b.length, b.sup_y)
+    tables = XTables.create(model, b.pairs, x_codes, x_ages)
+    return tables.costs(b.pid, b.length.astype(np.int64), b.sup_y, np.arange(b.traj.size))
 
 
 def baseline_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Bucket) -> np.ndarray:
