@@ -85,26 +85,21 @@ def ags(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes: np.n
     numerators are summed along the traceback path, and the full i/a matrices of Fig. 5 are
     rebuilt from r only when asked for."""
     xc, xa, yc, ya = (np.asarray(v, dtype=np.int64) for v in (x_codes, x_ages, y_codes, y_ages))
-    xcc, xac = xc[:, None], xa[:, None]
-    # per-operation costs (weighted i, weighted a, unweighted i, unweighted a): (4, m, n), (4, m), (4, n)
-    gen = np.stack((model.gen_i[xcc, yc], model.gen_a[xac, ya], model.num_gen_i[xcc, yc],
-                    model.num_gen_a[xac, ya])).astype(np.int64)
-    sx = np.stack((model.sup_i[xc], model.sup_a[xa], model.num_sup_i[xc], model.num_sup_a[xa])).astype(np.int64)
-    sy = np.stack((model.sup_i[yc], model.sup_a[ya], model.num_sup_i[yc], model.num_sup_a[ya])).astype(np.int64)
-    _, r = kernel.ags_ops(gen[0] + gen[1], sx[0] + sx[1], sy[0] + sy[1], offsets.i + offsets.a)  # steps 1-25
-    ops, hs, js = kernel.traceback(r)                                                           # steps 26-36
-    g, by_y, by_x = ops == GEN, ops == SUP_Y, ops == SUP_X
-    hg, jg = hs[g][::-1] - 1, js[g][::-1] - 1                                                   # position order
-    sums = gen[:, hg, jg].sum(axis=1) + sy[:, js[by_y] - 1].sum(axis=1) + sx[:, hs[by_x] - 1].sum(axis=1)
-    i, a, n_i, n_a = (int(v) for v in sums)
-    result = Alignment(model.icd.lca[xc[hg], yc[jg]].astype(np.int64), model.age.lca[xa[hg], ya[jg]].astype(np.int64),
-                       offsets.i + i, offsets.a + a, offsets.n_i + n_i, offsets.n_a + n_a)
+    r = kernel.ags_align(xc, xa, yc, ya, model.gen_i, model.gen_a, model.sup_i, model.sup_a,
+                         offsets.i + offsets.a)                                                 # steps 1-25
+    codes, ages, sums = kernel.traceback(r, xc, xa, yc, ya,                                     # steps 26-36
+                                         (model.gen_i, model.gen_a, model.num_gen_i, model.num_gen_a),
+                                         (model.sup_i, model.sup_a, model.num_sup_i, model.num_sup_a),
+                                         model.icd.lca, model.age.lca)
+    i, a, n_i, n_a = sums.tolist()
+    result = Alignment(codes, ages, offsets.i + i, offsets.a + a, offsets.n_i + n_i, offsets.n_a + n_a)
     if with_matrices:
-        return result, _matrices(r, gen, sx, sy, offsets)
+        return result, _matrices(model, r, xc, xa, yc, ya, offsets)
     return result
 
 
-def _matrices(r: np.ndarray, gen: np.ndarray, sx: np.ndarray, sy: np.ndarray, offsets: Offsets) -> AgsMatrices:
+def _matrices(model: CostModel, r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya: np.ndarray,
+              offsets: Offsets) -> AgsMatrices:
     """The i and a matrices of Fig. 5: each cell's sums extend those of the cell its operation
     came from (steps 16-21 applied along r)."""
     m, n = r.shape[0] - 1, r.shape[1] - 1
@@ -114,11 +109,12 @@ def _matrices(r: np.ndarray, gen: np.ndarray, sx: np.ndarray, sy: np.ndarray, of
         for j in range(n + 1):
             op = r[h, j]
             if op == GEN:
-                ia[:, h, j] = ia[:, h - 1, j - 1] + gen[:2, h - 1, j - 1]
+                cost = model.gen_i[xc[h - 1], yc[j - 1]], model.gen_a[xa[h - 1], ya[j - 1]]
+                ia[:, h, j] = ia[:, h - 1, j - 1] + cost
             elif op == SUP_Y:
-                ia[:, h, j] = ia[:, h, j - 1] + sy[:2, j - 1]
+                ia[:, h, j] = ia[:, h, j - 1] + (model.sup_i[yc[j - 1]], model.sup_a[ya[j - 1]])
             elif op == SUP_X:
-                ia[:, h, j] = ia[:, h - 1, j] + sx[:2, h - 1]
+                ia[:, h, j] = ia[:, h - 1, j] + (model.sup_i[xc[h - 1]], model.sup_a[xa[h - 1]])
     return AgsMatrices(ia[0], ia[1], r)
 
 
@@ -149,9 +145,9 @@ class PairSet:
     id ``P`` (:attr:`pad`) pads trajectories shorter than their block.
 
     ``gen_i[c, p]``/``gen_a[g, p]`` are the model's weighted generalization costs of any code
-    node c / age node g against pair p (steps 16 and 19), precomputed in the scan's integer
-    type so that the step table of an X is two row gathers (``None`` when they would take
-    more than ~128 MiB). Column P (the pad) holds zeros."""
+    node c / age node g against pair p (steps 16 and 19), precomputed (int64, the kernels'
+    type) so that the step table of an X reads two rows per pair of X (``None`` when they
+    would take more than ~128 MiB). Column P (the pad) holds zeros."""
 
     key: np.ndarray         # (P,) sorted code * n_age + age
     codes: np.ndarray       # (P,)
@@ -164,17 +160,14 @@ class PairSet:
     MAX_CACHED = 1 << 24
 
     @classmethod
-    def create(cls, model: CostModel, codes: np.ndarray, ages: np.ndarray, dtype: type) -> "PairSet":
+    def create(cls, model: CostModel, codes: np.ndarray, ages: np.ndarray) -> "PairSet":
         n_age = model.age.n
         key = np.unique(np.asarray(codes, dtype=np.int64) * n_age + np.asarray(ages, dtype=np.int64))
         pc, pa = key // n_age, key % n_age
-        sup = np.append(model.sup(pc, pa), 0).astype(dtype)
+        sup = np.append(model.sup(pc, pa), 0).astype(np.int64)
         if (model.icd.n + model.age.n) * (key.size + 1) > cls.MAX_CACHED:
             return cls(key, pc, pa, n_age, sup, None, None)
-        gen_i = np.zeros((model.icd.n, key.size + 1), dtype=dtype)
-        gen_a = np.zeros((model.age.n, key.size + 1), dtype=dtype)
-        gen_i[:, :-1], gen_a[:, :-1] = model.gen_i[:, pc], model.gen_a[:, pa]
-        return cls(key, pc, pa, n_age, sup, gen_i, gen_a)
+        return cls(key, pc, pa, n_age, sup, _padded(model.gen_i[:, pc]), _padded(model.gen_a[:, pa]))
 
     @property
     def pad(self) -> int:
@@ -183,16 +176,23 @@ class PairSet:
     def ids(self, codes: np.ndarray, ages: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """Pair id of every (code, age) where ``valid``, the pad id elsewhere."""
         key = np.asarray(codes, dtype=np.int64) * self.n_age + np.asarray(ages, dtype=np.int64)
-        return np.where(valid, np.searchsorted(self.key, key), self.pad).astype(np.intp)
+        return np.where(valid, np.searchsorted(self.key, key), self.pad).astype(np.int64)
 
-    def gen(self, model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray) -> np.ndarray:
-        """(m, P + 1): gen(x_h, p) = gen_i + gen_a of every pair of X against every pair p
-        (pad column: 0)."""
+    def gen_rows(self, model: CostModel, x_codes: np.ndarray,
+                 x_ages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(table_i, rows_i, table_a, rows_a): gen(x_h, p) = ``table_i[rows_i[h], p] +
+        table_a[rows_a[h], p]`` for every pair of X and every pair p (pad column: 0)."""
         if self.gen_i is not None and self.gen_a is not None:
-            return self.gen_i[x_codes] + self.gen_a[x_ages]
-        gen = np.zeros((x_codes.size, self.pad + 1), dtype=self.sup.dtype)
-        gen[:, :-1] = model.gen_i[x_codes][:, self.codes] + model.gen_a[x_ages][:, self.ages]
-        return gen
+            return self.gen_i, x_codes, self.gen_a, x_ages
+        rows = np.arange(x_codes.size, dtype=np.int64)
+        return _padded(model.gen_i[x_codes][:, self.codes]), rows, _padded(model.gen_a[x_ages][:, self.ages]), rows
+
+
+def _padded(table: np.ndarray) -> np.ndarray:
+    """``table`` (int64) with a zero column appended: the pad pair's."""
+    out = np.zeros((table.shape[0], table.shape[1] + 1), dtype=np.int64)
+    out[:, :-1] = table
+    return out
 
 
 @dataclass(frozen=True)
@@ -210,18 +210,15 @@ class XTables:
     the sum of the m - n smallest sup(x_h) (``unmatched[n]``)."""
 
     step: np.ndarray        # (m, P + 1)
-    sup_p: np.ndarray       # (P + 1,) sup of each candidate pair, pad 0
+    lower: np.ndarray       # (P + 1,) min(sup(p), min_h gen(x_h, p)); pad 0
     sup_xs: np.ndarray      # (m,) sup(x_h)
 
     @classmethod
     def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray) -> "XTables":
         xc, xa = np.asarray(x_codes, dtype=np.int64), np.asarray(x_ages, dtype=np.int64)
         sup_x = model.sup(xc, xa).astype(np.int64)
-        step = pairs.gen(model, xc, xa).astype(np.int64)                # steps 16 + 19, (m, P + 1)
-        step -= pairs.sup
-        step -= sup_x[:, None]
-        step[:, -1] = 0
-        return cls(step, pairs.sup, sup_x)
+        step, lower = kernel.x_tables(*pairs.gen_rows(model, xc, xa), pairs.sup, sup_x)   # steps 16 + 19
+        return cls(step, lower, sup_x)
 
     @property
     def sup_x(self) -> int:
@@ -229,35 +226,44 @@ class XTables:
         return int(self.sup_xs.sum(dtype=np.int64))
 
     @cached_property
-    def lower(self) -> np.ndarray:
-        """(P + 1,): min(sup(p), min_h gen(x_h, p)) = sup(p) + min(0, min_h step + sup(x_h)); pad 0."""
-        if not self.sup_xs.size:
-            return self.sup_p.astype(np.int64)
-        best = (self.step + self.sup_xs[:, None]).min(axis=0)
-        low = self.sup_p + np.minimum(best, 0)
-        low[-1] = 0
-        return low.astype(np.int64)
-
-    @cached_property
     def unmatched(self) -> np.ndarray:
         """(m + 1,): unmatched[n] = sum of the m - n smallest sup(x_h), for a Y of n <= m pairs."""
         smallest = [0, *accumulate(sorted(self.sup_xs.tolist()))]
         return np.array(smallest[::-1], dtype=np.int64)
 
-    def lower_bound(self, pid: np.ndarray, length: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Both sides of the lower bound for the values ``ids`` (pair ids ``pid[t, :length[t]]``)."""
-        return kernel.lower_bounds(self.lower, self.unmatched, pid, length, ids)
+    def lower_bound(self, cand: Candidates) -> np.ndarray:
+        """Both sides of the lower bound for every candidate."""
+        return kernel.lower_bounds(self.lower, self.unmatched, cand.start, cand.flat)
 
-    def upper_bound(self, pid: np.ndarray, length: np.ndarray, sup_y: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def upper_bound(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """An upper bound of the A-GS total of X with each Y: the cost of one feasible
         alignment, x_t against y_t for t <= min(m, n) (GEN, or both suppressed when that is
-        cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``)."""
-        return kernel.upper_bounds(self.step, self.sup_x, pid, length, sup_y, ids)
+        cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``);
+        ``sup_y[t]`` = SUPY(n) of value t."""
+        return kernel.upper_bounds(self.step, self.sup_x, cand.ids, cand.start, cand.flat, sup_y)
 
-    def costs(self, pid: np.ndarray, length: np.ndarray, sup_y: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def costs(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """The A-GS total i + a of A-GS(X, 0, 0, Y) for each Y (no traceback): steps 1-25 on
-        the shifted matrix E; ``sup_y[t]`` = SUPY(n) of value t."""
-        return kernel.exact_costs(self.step, self.sup_x, pid, length, sup_y, ids)
+        the shifted matrix E."""
+        return kernel.exact_costs(self.step, self.sup_x, cand.ids, cand.start, cand.flat, sup_y)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Values laid out for the compiled scans (:mod:`.kernel`): candidate c is the value
+    ``ids[c]``, its pair ids are ``flat[start[c]:start[c + 1]]``."""
+
+    ids: np.ndarray         # (N,) int64
+    start: np.ndarray       # (N + 1,) int64
+    flat: np.ndarray        # (sum of lengths,) int32
+
+    @classmethod
+    def from_rows(cls, ids: np.ndarray, pid: np.ndarray, length: np.ndarray) -> "Candidates":
+        """The values ``ids`` of padded pair-id rows ``pid[t, :length[t]]``."""
+        n = length[ids]
+        start = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+        rows = pid[ids]
+        return cls(ids.astype(np.int64), start, rows[np.arange(rows.shape[1])[None, :] < n[:, None]].astype(np.int32))
 
 
 @dataclass
@@ -285,7 +291,7 @@ class Bucket:
         scum = np.zeros((traj.size, width + 1), dtype=dtype)
         np.cumsum(sup, axis=1, out=scum[:, 1:])
         if pairs is None:
-            pairs = PairSet.create(model, codes[mask], ages[mask], dtype)
+            pairs = PairSet.create(model, codes[mask], ages[mask])
         return cls(traj, codes, ages, length, scum, pairs, pairs.ids(codes, ages, mask))
 
     @property
@@ -299,8 +305,8 @@ def ags_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Buck
 
     The recurrence is Algorithm 2's on totals (spec §3.2): the argmin of steps 22-23 picks by
     the total, so the total of cell (m, n) is the same whatever the tie rule."""
-    tables = XTables.create(model, b.pairs, x_codes, x_ages)
-    return tables.costs(b.pid, b.length.astype(np.int64), b.sup_y, np.arange(b.traj.size))
+    cand = Candidates.from_rows(np.arange(b.traj.size), b.pid, b.length)
+    return XTables.create(model, b.pairs, x_codes, x_ages).costs(cand, b.sup_y)
 
 
 def baseline_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Bucket) -> np.ndarray:

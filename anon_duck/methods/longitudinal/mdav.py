@@ -13,7 +13,7 @@ import numpy as np
 
 from ..base import Progress
 from . import kernel
-from .align import Alignment, Bucket, Offsets, PairSet, XTables, ags, baseline, baseline_costs
+from .align import Alignment, Bucket, Candidates, Offsets, PairSet, XTables, ags, baseline, baseline_costs
 from .costs import CostModel
 
 
@@ -85,7 +85,7 @@ class Pool:
         width = trajs.codes.shape[1]
         self.dtype = np.int32 if model.max_total(2 * width + 2) < 2 ** 31 else np.int64
         valid = np.arange(width)[None, :] < trajs.length[:, None]
-        self.pairs = PairSet.create(model, trajs.codes[valid], trajs.ages[valid], self.dtype)
+        self.pairs = PairSet.create(model, trajs.codes[valid], trajs.ages[valid])
         self.pid = self.pairs.ids(trajs.codes, trajs.ages, valid)                    # (n_traj, width)
         self.sup_y = np.where(valid, model.sup(trajs.codes, trajs.ages), 0).sum(axis=1).astype(np.int64)
         self._layout(np.flatnonzero(self.count > 0))
@@ -95,6 +95,7 @@ class Pool:
         value that leaves D stays in it, with count 0, until the next layout."""
         if self.alignment == "ags":
             self.order = live
+            self.cand = Candidates.from_rows(live, self.pid, self.trajs.length)
         else:
             self.buckets = _make_buckets(self.model, self.trajs, live, self.pairs, self.dtype)
             self.order = np.concatenate([b.traj for b in self.buckets])
@@ -143,8 +144,9 @@ class Pool:
             return self._first(t[d == d.max()])
         self._live_layout()
         tables = XTables.create(self.model, self.pairs, codes, ages)
-        return int(kernel.farthest(tables.step, tables.sup_x, self.pid, self.trajs.length, self.sup_y, self.order,
-                                   self.count, self.head))
+        c = self.cand
+        return int(kernel.farthest(tables.step, tables.sup_x, c.ids, c.start, c.flat, self.sup_y, self.count,
+                                   self.head))
 
     def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
         """Algorithm 4 step 3: argmin over D of the alignment cost with the representative."""
@@ -153,8 +155,9 @@ class Pool:
             return self._first(t[d == d.min()])
         self._live_layout()
         tables = XTables.create(self.model, self.pairs, codes, ages)
-        return int(kernel.nearest(tables.step, tables.lower, tables.unmatched, tables.sup_x, self.pid,
-                                  self.trajs.length, self.sup_y, self.order, self.count, self.head))
+        c = self.cand
+        return int(kernel.nearest(tables.step, tables.lower, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat,
+                                  self.sup_y, self.count, self.head))
 
     def _first(self, ties: np.ndarray) -> int:
         """Tie rule (spec A5): the value holding the smallest remaining record."""
