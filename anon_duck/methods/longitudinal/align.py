@@ -4,17 +4,17 @@ Two forms of each:
 
 * a scalar form with the anonymized trajectory (the traceback of steps 26-36), used once
   per merge of formCluster and for the paper's worked example (Fig. 5 matrices);
-* a batched cost-only form, one X against many candidate Ys in numpy, used for the
-  argmax/argmin scans of Algorithms 3 and 4 (spec §3.6). For A-GS the matrix of totals
-  C = i + a is shifted by the suppression chains, ``E[h, j] = C[h, j] - SUPY(j) - SUPX(h)``
-  (SUPY(j), SUPX(h): cost of suppressing y_1..y_j, x_1..x_h), which turns steps 15-23 into
+* a batched cost-only form, one X against many candidate Ys, used for the argmax/argmin
+  scans of Algorithms 3 and 4 (spec §3.6). For A-GS the matrix of totals C = i + a is
+  shifted by the suppression chains, ``E[h, j] = C[h, j] - SUPY(j) - SUPX(h)`` (SUPY(j),
+  SUPX(h): cost of suppressing y_1..y_j, x_1..x_h), which turns steps 15-23 into
 
       E[h, j] = min(E[h-1, j-1] + step(x_h, y_j), E[h-1, j], E[h, j-1]),   E[0, .] = E[., 0] = 0
 
   with ``step(x, y) = gen(x, y) - sup(y) - sup(x)``. Per X, ``step`` is a table over the
-  distinct candidate pairs (:class:`PairSet`, :class:`XTables`), so a DP row costs one
-  gather, one add, one minimum and one prefix minimum (the SUP_Y chain) over candidates
-  laid out column-wise.
+  distinct candidate pairs (:class:`PairSet`, :class:`XTables`), so a DP cell costs one
+  lookup, an add and two minimums; the DP, the bounds and the scans are compiled
+  (:mod:`.kernel`), as is the scalar form's cell fill and traceback.
 
 Costs are the integers of :class:`CostModel` (weighted LM times ``scale``), so the tie rule
 "if there is a tie, A-GS selects generalization" is exact. Cell operations are tried in the
@@ -201,16 +201,21 @@ class XTables:
 
     ``step[h - 1, p]`` is the DP row table of x_h (module docstring), 0 in the pad column;
     int64, the type of the compiled kernels (:mod:`.kernel`) that read the tables.
-    ``lower`` and ``unmatched`` give a lower bound of the A-GS total (not in the paper; it
-    lets MDAV' skip alignments without changing any result): in any alignment each y_j is
-    either suppressed (sup(y_j)) or generalized with one x_h (gen(x_h, y_j), each GEN
-    counted for one y only), so the Y side costs at least
-    ``sum_j lower[y_j]`` with ``lower[p] = min(sup(p), min_h gen(x_h, p))``; and when Y has
-    n < m pairs at least m - n pairs of X are suppressed on top of that, which costs at least
-    the sum of the m - n smallest sup(x_h) (``unmatched[n]``)."""
+    ``lower`` and ``unmatched`` give two lower bounds of the A-GS total, and the scans use
+    the larger (not in the paper; they let MDAV' skip alignments without changing any
+    result). In any alignment each y_j is either suppressed (sup(y_j)) or generalized with
+    one x_h (gen(x_h, y_j), each x_h with one y at most), and each x_h not generalized is
+    suppressed. So (1) the Y side costs at least ``sum_j lower[0, y_j]`` with
+    ``lower[0, p] = min(sup(p), min_h gen(x_h, p))``, and when Y has n < m pairs at least
+    m - n pairs of X are suppressed on top of that, which costs at least the sum of the m - n
+    smallest sup(x_h) (``unmatched[n]``); (2) writing the total as SUPX(m) plus, per GEN,
+    gen(x_h, y_j) - sup(x_h), plus sup(y_j) per suppressed y_j, it is at least
+    ``SUPX(m) + sum_j lower[1, y_j]`` with ``lower[1, p] = min(sup(p), min_h gen(x_h, p) -
+    sup(x_h))``. (1) is the tighter for Ys that share pairs with X, (2) for the others; on
+    D50-like cohorts their maximum halves the values MDAV' has to align."""
 
     step: np.ndarray        # (m, P + 1)
-    lower: np.ndarray       # (P + 1,) min(sup(p), min_h gen(x_h, p)); pad 0
+    lower: np.ndarray       # (2, P + 1) per-pair terms of the two bounds; pad 0
     sup_xs: np.ndarray      # (m,) sup(x_h)
 
     @classmethod
@@ -233,7 +238,7 @@ class XTables:
 
     def lower_bound(self, cand: Candidates) -> np.ndarray:
         """Both sides of the lower bound for every candidate."""
-        return kernel.lower_bounds(self.lower, self.unmatched, cand.start, cand.flat)
+        return kernel.lower_bounds(self.lower, self.unmatched, self.sup_x, cand.start, cand.flat)
 
     def upper_bound(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """An upper bound of the A-GS total of X with each Y: the cost of one feasible
@@ -269,7 +274,7 @@ class Candidates:
 @dataclass
 class Bucket:
     """Candidate trajectories of similar length, padded to ``width`` (pad = node 0 / pair id
-    ``pairs.pad``, never read).
+    ``pairs.pad``, never read): Baseline's scans (numpy), and A-GS's full cost-only scan.
 
     ``scum[:, j]`` is the cost of suppressing y_1..y_j and ``pid`` the pair ids, one row per
     candidate."""

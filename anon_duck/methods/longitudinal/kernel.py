@@ -101,18 +101,21 @@ def traceback(r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya:
 def x_tables(gen_i: np.ndarray, rows_i: np.ndarray, gen_a: np.ndarray, rows_a: np.ndarray, sup_p: np.ndarray,
              sup_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``step`` and ``lower`` of :class:`align.XTables` in one pass: gen(x_h, p) is
-    ``gen_i[rows_i[h], p] + gen_a[rows_a[h], p]``; the last column (the pad) is 0 in both."""
+    ``gen_i[rows_i[h], p] + gen_a[rows_a[h], p]``; the last column (the pad) is 0 in all."""
     m, width = sup_x.size, sup_p.size
     step = np.zeros((m, width), dtype=np.int64)
-    lower = sup_p.copy()
-    lower[width - 1] = 0
+    lower = np.empty((2, width), dtype=np.int64)
+    lower[0], lower[1] = sup_p, sup_p
+    lower[:, width - 1] = 0
     for h in range(m):
         gi, ga, sx = gen_i[rows_i[h]], gen_a[rows_a[h]], sup_x[h]
         for p in range(width - 1):
             g = gi[p] + ga[p]
             step[h, p] = g - sup_p[p] - sx
-            if g < lower[p]:
-                lower[p] = g
+            if g < lower[0, p]:
+                lower[0, p] = g
+            if g - sx < lower[1, p]:
+                lower[1, p] = g - sx
     return step, lower
 
 
@@ -175,19 +178,22 @@ def _widest(start: np.ndarray) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lower(lower: np.ndarray, unmatched: np.ndarray, flat: np.ndarray, a: int, n: int) -> int:
-    s = unmatched[min(n, unmatched.size - 1)]
+def _lower(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, flat: np.ndarray, a: int, n: int) -> int:
+    """The lower bound of :class:`align.XTables` of the value with pair ids ``flat[a:a + n]``."""
+    s0, s1 = unmatched[min(n, unmatched.size - 1)], sup_x
     for j in range(a, a + n):
-        s += lower[flat[j]]
-    return s
+        s0 += lower[0, flat[j]]
+        s1 += lower[1, flat[j]]
+    return max(s0, s1)
 
 
 @njit(cache=True, nogil=True)
-def lower_bounds(lower: np.ndarray, unmatched: np.ndarray, start: np.ndarray, flat: np.ndarray) -> np.ndarray:
+def lower_bounds(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, start: np.ndarray,
+                 flat: np.ndarray) -> np.ndarray:
     """The lower bound of :class:`align.XTables` for every candidate."""
     out = np.empty(start.size - 1, dtype=np.int64)
     for c in range(out.size):
-        out[c] = _lower(lower, unmatched, flat, start[c], start[c + 1] - start[c])
+        out[c] = _lower(lower, unmatched, sup_x, flat, start[c], start[c + 1] - start[c])
     return out
 
 
@@ -211,6 +217,17 @@ def upper_bounds(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarra
     return out
 
 
+@njit(cache=True, nogil=True)
+def most_frequent(count: np.ndarray, head: np.ndarray) -> int:
+    """The value with the most remaining records; ties to the smallest ``head`` (spec A5)."""
+    best_t, best_n = -1, 0
+    for t in range(count.size):
+        n = count[t]
+        if n > best_n or (n == best_n and n > 0 and head[t] < head[best_t]):
+            best_t, best_n = t, n
+    return best_t
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _better(cost: int, head: int, best: int, best_head: int) -> bool:
     return cost < best or (cost == best and head < best_head)
@@ -221,18 +238,20 @@ def nearest(step: np.ndarray, lower: np.ndarray, unmatched: np.ndarray, sup_x: i
             start: np.ndarray, flat: np.ndarray, sup_y: np.ndarray, count: np.ndarray, head: np.ndarray) -> int:
     """argmin over the candidates in D of the A-GS total with X. A value is aligned exactly
     only when its lower bound does not exceed the best total found so far. Bounds are summed
-    pair by pair (every term is >= 0) and the sum is paused as soon as it exceeds the pass's
-    limit: first ``cut``, about the ``FIRST_ROUND``-th smallest bound (estimated on a
-    sample), or the best total if that is smaller; then, only if the best total is above
-    ``cut``, the best total, resuming each paused sum where it stopped."""
+    pair by pair and the sums paused as soon as they are known to exceed the pass's limit
+    (the first sum only grows; the second falls by at most ``drop`` per pair left): first
+    ``cut``, about the ``FIRST_ROUND``-th smallest bound (estimated on a sample), or the best
+    total if that is smaller; then, only if the best total is above ``cut``, the best total,
+    resuming each paused sum where it stopped."""
     stride = max(1, ids.size // SAMPLE)
     sample = np.empty((ids.size + stride - 1) // stride, dtype=np.int64)
     for i in range(sample.size):
         c = i * stride
-        sample[i] = _lower(lower, unmatched, flat, start[c], start[c + 1] - start[c]) if count[ids[c]] else _DEAD
+        sample[i] = _lower(lower, unmatched, sup_x, flat, start[c], start[c + 1] - start[c]) \
+            if count[ids[c]] else _DEAD
     cut = _sample_cut(sample, FIRST_ROUND * sample.size // max(ids.size, 1))
-    partial = np.empty(ids.size, dtype=np.int64)       # bound summed over flat[start[c]:upto[c]]
-    upto = start[:-1].copy()
+    drop = min(0, lower[1].min())
+    sums = np.empty((ids.size, 3), dtype=np.int64)     # both sums over flat[start[c]:upto], upto
     top = unmatched.size - 1
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
     best, best_head, best_t = _DEAD, _DEAD, -1
@@ -243,23 +262,23 @@ def nearest(step: np.ndarray, lower: np.ndarray, unmatched: np.ndarray, sup_x: i
             t = ids[c]
             if not count[t]:
                 continue
-            end = start[c + 1]
+            a, end = start[c], start[c + 1]
             if first_pass:
-                s = unmatched[min(end - start[c], top)]
+                s0, s1, j = unmatched[min(end - a, top)], sup_x, a
                 limit = min(cut, best)
             else:
-                s = partial[c]
-                if s <= cut:                            # aligned in the first pass
+                s0, s1, j = sums[c, 0], sums[c, 1], sums[c, 2]
+                if j == end and max(s0, s1) <= cut:        # aligned in the first pass
                     continue
                 limit = best
-            j = upto[c]
-            while j < end and s <= limit:
-                s += lower[flat[j]]
+            while j < end and s0 <= limit and s1 + (end - j) * drop <= limit:
+                s0 += lower[0, flat[j]]
+                s1 += lower[1, flat[j]]
                 j += 1
-            partial[c], upto[c] = s, j
-            if s > limit:
+            sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
+            if s0 > limit or s1 + (end - j) * drop > limit:
                 continue
-            cost = _cost(step, flat, start[c], end - start[c], e, _NO_FLOOR) + sup_y[t] + sup_x
+            cost = _cost(step, flat, a, end - a, e, _NO_FLOOR) + sup_y[t] + sup_x
             if _better(cost, head[t], best, best_head):
                 best, best_head, best_t = cost, head[t], t
     return best_t

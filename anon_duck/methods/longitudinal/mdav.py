@@ -119,10 +119,7 @@ class Pool:
 
     def most_frequent(self) -> int:
         """Algorithm 3 steps 3/12: the value with the most remaining records."""
-        alive = np.flatnonzero(self.count > 0)
-        best = self.count[alive].max()
-        ties = alive[self.count[alive] == best]
-        return int(ties[np.argmin(self.first_record(ties))])
+        return int(kernel.most_frequent(self.count, self.head))
 
     def _live_layout(self) -> None:
         """Drop the dead values from the layout once they are half of it."""
