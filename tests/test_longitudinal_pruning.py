@@ -19,7 +19,8 @@ from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.inputs import prepare
 from anon_duck.job import parse_job
 from anon_duck.methods.longitudinal import METHOD
-from anon_duck.methods.longitudinal.align import Bucket, PairSet, XTables, ags, ags_costs
+from anon_duck.methods.longitudinal.align import (GEN, SUP_X, SUP_Y, Bucket, Candidates, Offsets, PairSet, XTables, ags,
+                                                  ags_costs)
 from anon_duck.bench.generators.cohort import TABLE_I, generate, job_text
 from anon_duck.methods.longitudinal.costs import CostModel, build_dgh
 from anon_duck.methods.longitudinal.load import load
@@ -136,22 +137,22 @@ def test_bounds_enclose_the_exact_cost():
         m = int(rng.integers(0, 7))
         xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
         exact = ags_costs(model, xc, xa, b)
-        tables = XTables.create(model, b.pairs, xc, xa, np.int64)
-        assert (tables.lower_bound(b.pid) + tables.unmatched_bound(b.length) <= exact).all()
-        assert (tables.upper_bound(b.pid, b.sup_y) >= exact).all()
+        tables = XTables.create(model, b.pairs, xc, xa)
+        cand = Candidates.from_rows(np.arange(n_cand), b.pid, b.length)
+        assert (tables.lower_bound(cand) <= exact).all()
+        assert (tables.upper_bound(cand, b.sup_y) >= exact).all()
 
 
 @pytest.mark.parametrize("cached", [True, False])
-def test_wide_blocks_and_uncached_tables_equal_scalar(monkeypatch, cached):
-    """Blocks of more than ``XTables.FEW`` candidates (the looped prefix minimum) and pair
-    tables computed per X instead of precomputed (``PairSet.MAX_CACHED``) give Algorithm 2's
-    totals."""
+def test_uncached_tables_equal_scalar(monkeypatch, cached):
+    """Pair tables computed per X instead of precomputed (``PairSet.MAX_CACHED``) give
+    Algorithm 2's totals."""
     if not cached:
         monkeypatch.setattr(PairSet, "MAX_CACHED", 0)
     rng = np.random.default_rng(5)
     for _ in range(4):
         model = _random_model(rng)
-        n_cand, width = XTables.FEW + 50, int(rng.integers(1, 7))
+        n_cand, width = 60, int(rng.integers(1, 7))
         codes = rng.integers(0, model.icd.n, (n_cand, width))
         ages = rng.integers(0, model.age.n, (n_cand, width))
         length = rng.integers(0, width + 1, n_cand)
@@ -162,3 +163,60 @@ def test_wide_blocks_and_uncached_tables_equal_scalar(monkeypatch, cached):
         got = ags_costs(model, xc, xa, b)
         assert got.tolist() == [ags(model, xc, xa, codes[c, :length[c]], ages[c, :length[c]]).total
                                 for c in range(n_cand)]
+
+
+def _ags_python(model: CostModel, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya: np.ndarray,
+                offsets: Offsets) -> tuple[list[int], list[int], list[int], list[list[int]]]:
+    """Algorithm 2 as plain Python over the model's tables (the implementation the compiled
+    ``ags`` replaced): (anonymized codes, ages, [i, a, n_i, n_a], r)."""
+    m, n = len(xc), len(yc)
+    def gen(h, j):
+        return [int(model.gen_i[xc[h], yc[j]]), int(model.gen_a[xa[h], ya[j]]),
+                int(model.num_gen_i[xc[h], yc[j]]), int(model.num_gen_a[xa[h], ya[j]])]
+    def sup(c, a):
+        return [int(model.sup_i[c]), int(model.sup_a[a]), int(model.num_sup_i[c]), int(model.num_sup_a[a])]
+    C = [[0] * (n + 1) for _ in range(m + 1)]
+    R = [[-1] * (n + 1) for _ in range(m + 1)]
+    C[0][0] = offsets.i + offsets.a
+    for h in range(1, m + 1):
+        C[h][0], R[h][0] = C[h - 1][0] + sum(sup(xc[h - 1], xa[h - 1])[:2]), SUP_X
+    for j in range(1, n + 1):
+        C[0][j], R[0][j] = C[0][j - 1] + sum(sup(yc[j - 1], ya[j - 1])[:2]), SUP_Y
+    for h in range(1, m + 1):
+        for j in range(1, n + 1):
+            cands = [C[h - 1][j - 1] + sum(gen(h - 1, j - 1)[:2]), C[h][j - 1] + sum(sup(yc[j - 1], ya[j - 1])[:2]),
+                     C[h - 1][j] + sum(sup(xc[h - 1], xa[h - 1])[:2])]
+            R[h][j] = cands.index(min(cands))                 # first minimum: GEN, SUP_Y, SUP_X
+            C[h][j] = cands[R[h][j]]
+    codes, ages, sums = [], [], [offsets.i, offsets.a, offsets.n_i, offsets.n_a]
+    h, j = m, n
+    while h or j:
+        if R[h][j] == GEN:
+            cost = gen(h - 1, j - 1)
+            codes.append(int(model.icd.lca[xc[h - 1], yc[j - 1]]))
+            ages.append(int(model.age.lca[xa[h - 1], ya[j - 1]]))
+            h, j = h - 1, j - 1
+        elif R[h][j] == SUP_Y:
+            cost, j = sup(yc[j - 1], ya[j - 1]), j - 1
+        else:
+            cost, h = sup(xc[h - 1], xa[h - 1]), h - 1
+        sums = [s + c for s, c in zip(sums, cost)]
+    return codes[::-1], ages[::-1], sums, R
+
+
+def test_compiled_merge_equals_python_algorithm_2():
+    """The compiled A-GS merge (``kernel.ags_align`` + ``traceback``) gives the plain-Python
+    Algorithm 2's r matrix, anonymized pairs and ILM/ALM sums on random trees full of ties,
+    with offsets carried and any node (generalized X) on either side."""
+    assert (GEN, SUP_Y, SUP_X) == (0, 1, 2)              # the reference's op order
+    rng = np.random.default_rng(17)
+    for _ in range(60):
+        model = _random_model(rng)
+        m, n = int(rng.integers(0, 8)), int(rng.integers(0, 8))
+        xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
+        yc, ya = rng.integers(0, model.icd.n, n), rng.integers(0, model.age.n, n)
+        offsets = Offsets(*(int(v) for v in rng.integers(0, 50, 4)))
+        got, mats = ags(model, xc, xa, yc, ya, offsets, with_matrices=True)
+        codes, ages, sums, r = _ags_python(model, xc, xa, yc, ya, offsets)
+        assert mats.r.tolist() == r
+        assert (got.codes.tolist(), got.ages.tolist(), [got.i, got.a, got.n_i, got.n_a]) == (codes, ages, sums)

@@ -4,17 +4,17 @@ Two forms of each:
 
 * a scalar form with the anonymized trajectory (the traceback of steps 26-36), used once
   per merge of formCluster and for the paper's worked example (Fig. 5 matrices);
-* a batched cost-only form, one X against many candidate Ys in numpy, used for the
-  argmax/argmin scans of Algorithms 3 and 4 (spec §3.6). For A-GS the matrix of totals
-  C = i + a is shifted by the suppression chains, ``E[h, j] = C[h, j] - SUPY(j) - SUPX(h)``
-  (SUPY(j), SUPX(h): cost of suppressing y_1..y_j, x_1..x_h), which turns steps 15-23 into
+* a batched cost-only form, one X against many candidate Ys, used for the argmax/argmin
+  scans of Algorithms 3 and 4 (spec §3.6). For A-GS the matrix of totals C = i + a is
+  shifted by the suppression chains, ``E[h, j] = C[h, j] - SUPY(j) - SUPX(h)`` (SUPY(j),
+  SUPX(h): cost of suppressing y_1..y_j, x_1..x_h), which turns steps 15-23 into
 
       E[h, j] = min(E[h-1, j-1] + step(x_h, y_j), E[h-1, j], E[h, j-1]),   E[0, .] = E[., 0] = 0
 
   with ``step(x, y) = gen(x, y) - sup(y) - sup(x)``. Per X, ``step`` is a table over the
-  distinct candidate pairs (:class:`PairSet`, :class:`XTables`), so a DP row costs one
-  gather, one add, one minimum and one prefix minimum (the SUP_Y chain) over candidates
-  laid out column-wise.
+  distinct candidate pairs (:class:`PairSet`, :class:`XTables`), so a DP cell costs one
+  lookup, an add and two minimums; the DP, the bounds and the scans are compiled
+  (:mod:`.kernel`), as is the scalar form's cell fill and traceback.
 
 Costs are the integers of :class:`CostModel` (weighted LM times ``scale``), so the tie rule
 "if there is a tie, A-GS selects generalization" is exact. Cell operations are tried in the
@@ -30,9 +30,9 @@ from itertools import accumulate
 
 import numpy as np
 
+from . import kernel
 from .costs import CostModel
-
-GEN, SUP_Y, SUP_X = 0, 1, 2
+from .kernel import GEN, SUP_X, SUP_Y
 OP_NAMES = {GEN: "GEN", SUP_Y: "SUP_Y", SUP_X: "SUP_X"}
 
 
@@ -85,81 +85,37 @@ def ags(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes: np.n
     numerators are summed along the traceback path, and the full i/a matrices of Fig. 5 are
     rebuilt from r only when asked for."""
     xc, xa, yc, ya = (np.asarray(v, dtype=np.int64) for v in (x_codes, x_ages, y_codes, y_ages))
-    m, n = xc.size, yc.size
-    # per-operation costs as Python ints: (weighted i, weighted a, unweighted i, unweighted a)
-    gen = list(zip(*(t[xs[:, None], ys].ravel().tolist() for t, xs, ys in (
-        (model.gen_i, xc, yc), (model.gen_a, xa, ya), (model.num_gen_i, xc, yc), (model.num_gen_a, xa, ya)))))
-    sx = list(zip(model.sup_i[xc].tolist(), model.sup_a[xa].tolist(),
-                  model.num_sup_i[xc].tolist(), model.num_sup_a[xa].tolist()))
-    sy = list(zip(model.sup_i[yc].tolist(), model.sup_a[ya].tolist(),
-                  model.num_sup_i[yc].tolist(), model.num_sup_a[ya].tolist()))
-    gen_t = [g[0] + g[1] for g in gen]                           # steps 16 + 19, row-major (h, j)
-    sx_t, sy_t = [c[0] + c[1] for c in sx], [c[0] + c[1] for c in sy]
-    C = [[0] * (n + 1) for _ in range(m + 1)]
-    R = [[-1] * (n + 1) for _ in range(m + 1)]
-    C[0][0] = offsets.i + offsets.a
-    for h in range(1, m + 1):                                  # steps 3-7
-        C[h][0], R[h][0] = C[h - 1][0] + sx_t[h - 1], SUP_X
-    for j in range(1, n + 1):                                  # steps 8-12
-        C[0][j], R[0][j] = C[0][j - 1] + sy_t[j - 1], SUP_Y
-    for h in range(1, m + 1):                                  # steps 13-25
-        up, row, r_row, sup_x = C[h - 1], C[h], R[h], sx_t[h - 1]
-        base = (h - 1) * n
-        for j in range(1, n + 1):
-            cand_gen = up[j - 1] + gen_t[base + j - 1]         # steps 16, 19
-            cand_supy = row[j - 1] + sy_t[j - 1]               # steps 17, 20
-            cand_supx = up[j] + sup_x                          # steps 18, 21
-            if cand_gen <= cand_supy and cand_gen <= cand_supx:   # step 22, GEN first
-                row[j], r_row[j] = cand_gen, GEN
-            elif cand_supy <= cand_supx:
-                row[j], r_row[j] = cand_supy, SUP_Y
-            else:
-                row[j], r_row[j] = cand_supx, SUP_X
-    out_c: list[int] = []
-    out_a: list[int] = []
-    sums = [offsets.i, offsets.a, offsets.n_i, offsets.n_a]
-    h, j = m, n
-    while h >= 1 or j >= 1:                                    # steps 26-36
-        op = R[h][j]
-        if op == GEN:
-            cost = gen[(h - 1) * n + j - 1]
-            out_c.append(int(model.icd.lca[xc[h - 1], yc[j - 1]]))
-            out_a.append(int(model.age.lca[xa[h - 1], ya[j - 1]]))
-            h, j = h - 1, j - 1
-        elif op == SUP_Y:
-            cost = sy[j - 1]
-            j -= 1
-        else:
-            cost = sx[h - 1]
-            h -= 1
-        sums = [v + c for v, c in zip(sums, cost)]
-    result = Alignment(np.array(out_c[::-1], dtype=np.int64), np.array(out_a[::-1], dtype=np.int64), *sums)
+    r = kernel.ags_align(xc, xa, yc, ya, model.gen_i, model.gen_a, model.sup_i, model.sup_a,
+                         offsets.i + offsets.a)                                                 # steps 1-25
+    codes, ages, sums = kernel.traceback(r, xc, xa, yc, ya,                                     # steps 26-36
+                                         (model.gen_i, model.gen_a, model.num_gen_i, model.num_gen_a),
+                                         (model.sup_i, model.sup_a, model.num_sup_i, model.num_sup_a),
+                                         model.icd.lca, model.age.lca)
+    i, a, n_i, n_a = sums.tolist()
+    result = Alignment(codes, ages, offsets.i + i, offsets.a + a, offsets.n_i + n_i, offsets.n_a + n_a)
     if with_matrices:
-        return result, _matrices(R, gen, sx, sy, offsets)
+        return result, _matrices(model, r, xc, xa, yc, ya, offsets)
     return result
 
 
-def _matrices(R: list[list[int]], gen: list[tuple[int, ...]], sx: list[tuple[int, ...]], sy: list[tuple[int, ...]],
+def _matrices(model: CostModel, r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya: np.ndarray,
               offsets: Offsets) -> AgsMatrices:
     """The i and a matrices of Fig. 5: each cell's sums extend those of the cell its operation
     came from (steps 16-21 applied along r)."""
-    m, n = len(R) - 1, len(R[0]) - 1
-    I = [[0] * (n + 1) for _ in range(m + 1)]
-    A = [[0] * (n + 1) for _ in range(m + 1)]
-    I[0][0], A[0][0] = offsets.i, offsets.a
+    m, n = r.shape[0] - 1, r.shape[1] - 1
+    ia = np.zeros((2, m + 1, n + 1), dtype=np.int64)
+    ia[:, 0, 0] = offsets.i, offsets.a
     for h in range(m + 1):
         for j in range(n + 1):
-            op = R[h][j]
+            op = r[h, j]
             if op == GEN:
-                (ph, pj), cost = (h - 1, j - 1), gen[(h - 1) * n + j - 1]
+                cost = model.gen_i[xc[h - 1], yc[j - 1]], model.gen_a[xa[h - 1], ya[j - 1]]
+                ia[:, h, j] = ia[:, h - 1, j - 1] + cost
             elif op == SUP_Y:
-                (ph, pj), cost = (h, j - 1), sy[j - 1]
+                ia[:, h, j] = ia[:, h, j - 1] + (model.sup_i[yc[j - 1]], model.sup_a[ya[j - 1]])
             elif op == SUP_X:
-                (ph, pj), cost = (h - 1, j), sx[h - 1]
-            else:
-                continue
-            I[h][j], A[h][j] = I[ph][pj] + cost[0], A[ph][pj] + cost[1]
-    return AgsMatrices(np.array(I, dtype=np.int64), np.array(A, dtype=np.int64), np.array(R, dtype=np.int64))
+                ia[:, h, j] = ia[:, h - 1, j] + (model.sup_i[xc[h - 1]], model.sup_a[xa[h - 1]])
+    return AgsMatrices(ia[0], ia[1], r)
 
 
 def baseline(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes: np.ndarray, y_ages: np.ndarray,
@@ -189,9 +145,9 @@ class PairSet:
     id ``P`` (:attr:`pad`) pads trajectories shorter than their block.
 
     ``gen_i[c, p]``/``gen_a[g, p]`` are the model's weighted generalization costs of any code
-    node c / age node g against pair p (steps 16 and 19), precomputed in the scan's integer
-    type so that the step table of an X is two row gathers (``None`` when they would take
-    more than ~128 MiB). Column P (the pad) holds zeros."""
+    node c / age node g against pair p (steps 16 and 19), precomputed (int64, the kernels'
+    type) so that the step table of an X reads two rows per pair of X (``None`` when they
+    would take more than ~128 MiB). Column P (the pad) holds zeros."""
 
     key: np.ndarray         # (P,) sorted code * n_age + age
     codes: np.ndarray       # (P,)
@@ -204,17 +160,14 @@ class PairSet:
     MAX_CACHED = 1 << 24
 
     @classmethod
-    def create(cls, model: CostModel, codes: np.ndarray, ages: np.ndarray, dtype: type) -> "PairSet":
+    def create(cls, model: CostModel, codes: np.ndarray, ages: np.ndarray) -> "PairSet":
         n_age = model.age.n
         key = np.unique(np.asarray(codes, dtype=np.int64) * n_age + np.asarray(ages, dtype=np.int64))
         pc, pa = key // n_age, key % n_age
-        sup = np.append(model.sup(pc, pa), 0).astype(dtype)
+        sup = np.append(model.sup(pc, pa), 0).astype(np.int64)
         if (model.icd.n + model.age.n) * (key.size + 1) > cls.MAX_CACHED:
             return cls(key, pc, pa, n_age, sup, None, None)
-        gen_i = np.zeros((model.icd.n, key.size + 1), dtype=dtype)
-        gen_a = np.zeros((model.age.n, key.size + 1), dtype=dtype)
-        gen_i[:, :-1], gen_a[:, :-1] = model.gen_i[:, pc], model.gen_a[:, pa]
-        return cls(key, pc, pa, n_age, sup, gen_i, gen_a)
+        return cls(key, pc, pa, n_age, sup, _padded(model.gen_i[:, pc]), _padded(model.gen_a[:, pa]))
 
     @property
     def pad(self) -> int:
@@ -223,47 +176,54 @@ class PairSet:
     def ids(self, codes: np.ndarray, ages: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """Pair id of every (code, age) where ``valid``, the pad id elsewhere."""
         key = np.asarray(codes, dtype=np.int64) * self.n_age + np.asarray(ages, dtype=np.int64)
-        return np.where(valid, np.searchsorted(self.key, key), self.pad).astype(np.intp)
+        return np.where(valid, np.searchsorted(self.key, key), self.pad).astype(np.int64)
 
-    def gen(self, model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray) -> np.ndarray:
-        """(m, P + 1): gen(x_h, p) = gen_i + gen_a of every pair of X against every pair p
-        (pad column: 0)."""
+    def gen_rows(self, model: CostModel, x_codes: np.ndarray,
+                 x_ages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(table_i, rows_i, table_a, rows_a): gen(x_h, p) = ``table_i[rows_i[h], p] +
+        table_a[rows_a[h], p]`` for every pair of X and every pair p (pad column: 0)."""
         if self.gen_i is not None and self.gen_a is not None:
-            return self.gen_i[x_codes] + self.gen_a[x_ages]
-        gen = np.zeros((x_codes.size, self.pad + 1), dtype=self.sup.dtype)
-        gen[:, :-1] = model.gen_i[x_codes][:, self.codes] + model.gen_a[x_ages][:, self.ages]
-        return gen
+            return self.gen_i, x_codes, self.gen_a, x_ages
+        rows = np.arange(x_codes.size, dtype=np.int64)
+        return _padded(model.gen_i[x_codes][:, self.codes]), rows, _padded(model.gen_a[x_ages][:, self.ages]), rows
+
+
+def _padded(table: np.ndarray) -> np.ndarray:
+    """``table`` (int64) with a zero column appended: the pad pair's."""
+    out = np.zeros((table.shape[0], table.shape[1] + 1), dtype=np.int64)
+    out[:, :-1] = table
+    return out
 
 
 @dataclass(frozen=True)
 class XTables:
     """What a batched scan needs to know about one X = (x_1..x_m), as tables over a PairSet.
 
-    ``step[h - 1, p]`` is the DP row table of x_h (module docstring), 0 in the pad column.
-    ``lower`` and ``unmatched`` give a lower bound of the A-GS total (not in the paper; it
-    lets MDAV' skip alignments without changing any result): in any alignment each y_j is
-    either suppressed (sup(y_j)) or generalized with one x_h (gen(x_h, y_j), each GEN
-    counted for one y only), so the Y side costs at least
-    ``sum_j lower[y_j]`` with ``lower[p] = min(sup(p), min_h gen(x_h, p))``; and when Y has
-    n < m pairs at least m - n pairs of X are suppressed on top of that, which costs at least
-    the sum of the m - n smallest sup(x_h) (``unmatched[n]``)."""
+    ``step[h - 1, p]`` is the DP row table of x_h (module docstring), 0 in the pad column;
+    int64, the type of the compiled kernels (:mod:`.kernel`) that read the tables.
+    ``lower`` and ``unmatched`` give two lower bounds of the A-GS total, and the scans use
+    the larger (not in the paper; they let MDAV' skip alignments without changing any
+    result). In any alignment each y_j is either suppressed (sup(y_j)) or generalized with
+    one x_h (gen(x_h, y_j), each x_h with one y at most), and each x_h not generalized is
+    suppressed. So (1) the Y side costs at least ``sum_j lower[0, y_j]`` with
+    ``lower[0, p] = min(sup(p), min_h gen(x_h, p))``, and when Y has n < m pairs at least
+    m - n pairs of X are suppressed on top of that, which costs at least the sum of the m - n
+    smallest sup(x_h) (``unmatched[n]``); (2) writing the total as SUPX(m) plus, per GEN,
+    gen(x_h, y_j) - sup(x_h), plus sup(y_j) per suppressed y_j, it is at least
+    ``SUPX(m) + sum_j lower[1, y_j]`` with ``lower[1, p] = min(sup(p), min_h gen(x_h, p) -
+    sup(x_h))``. (1) is the tighter for Ys that share pairs with X, (2) for the others; on
+    D50-like cohorts their maximum halves the values MDAV' has to align."""
 
     step: np.ndarray        # (m, P + 1)
-    sup_p: np.ndarray       # (P + 1,) sup of each candidate pair, pad 0
+    lower: np.ndarray       # (2, P + 1) per-pair terms of the two bounds; pad 0
     sup_xs: np.ndarray      # (m,) sup(x_h)
 
-    FEW = 128               # below this many candidates one strided prefix minimum beats a loop
-
     @classmethod
-    def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray,
-               dtype: type) -> "XTables":
+    def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray) -> "XTables":
         xc, xa = np.asarray(x_codes, dtype=np.int64), np.asarray(x_ages, dtype=np.int64)
-        sup_x = model.sup(xc, xa).astype(dtype)
-        step = pairs.gen(model, xc, xa)                                 # steps 16 + 19, (m, P + 1)
-        step -= pairs.sup
-        step -= sup_x[:, None]
-        step[:, -1] = 0
-        return cls(step, pairs.sup, sup_x)
+        sup_x = model.sup(xc, xa).astype(np.int64)
+        step, lower = kernel.x_tables(*pairs.gen_rows(model, xc, xa), pairs.sup, sup_x)   # steps 16 + 19
+        return cls(step, lower, sup_x)
 
     @property
     def sup_x(self) -> int:
@@ -271,63 +231,53 @@ class XTables:
         return int(self.sup_xs.sum(dtype=np.int64))
 
     @cached_property
-    def lower(self) -> np.ndarray:
-        """(P + 1,): min(sup(p), min_h gen(x_h, p)) = sup(p) + min(0, min_h step + sup(x_h)); pad 0."""
-        if not self.sup_xs.size:
-            return self.sup_p.astype(np.int64)
-        best = (self.step + self.sup_xs[:, None]).min(axis=0)
-        low = self.sup_p + np.minimum(best, 0)
-        low[-1] = 0
-        return low
-
-    @cached_property
     def unmatched(self) -> np.ndarray:
         """(m + 1,): unmatched[n] = sum of the m - n smallest sup(x_h), for a Y of n <= m pairs."""
         smallest = [0, *accumulate(sorted(self.sup_xs.tolist()))]
         return np.array(smallest[::-1], dtype=np.int64)
 
-    def lower_bound(self, pid: np.ndarray) -> np.ndarray:
-        """The Y side of the lower bound, ``sum_j lower[y_j]``, for each Y (pid: (width, N))."""
-        return self.lower.take(pid, mode="clip").sum(axis=0, dtype=np.int64)
+    def lower_bound(self, cand: Candidates) -> np.ndarray:
+        """Both sides of the lower bound for every candidate."""
+        return kernel.lower_bounds(self.lower, self.unmatched, self.sup_x, cand.start, cand.flat)
 
-    def unmatched_bound(self, length: np.ndarray) -> np.ndarray:
-        """The X side of the lower bound for Ys of the given lengths (index clipped to m)."""
-        return self.unmatched.take(length, mode="clip")
-
-    def upper_bound(self, pid: np.ndarray, sup_y: np.ndarray) -> np.ndarray:
+    def upper_bound(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """An upper bound of the A-GS total of X with each Y: the cost of one feasible
         alignment, x_t against y_t for t <= min(m, n) (GEN, or both suppressed when that is
-        cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``)."""
-        bound = sup_y + self.sup_x
-        for table, ids in zip(self.step, pid):                     # pad pairs: step 0
-            bound += np.minimum(table.take(ids, mode="clip"), 0)
-        return bound
+        cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``);
+        ``sup_y[t]`` = SUPY(n) of value t."""
+        return kernel.upper_bounds(self.step, self.sup_x, cand.ids, cand.start, cand.flat, sup_y)
 
-    def costs(self, pid: np.ndarray, length: np.ndarray, sup_y: np.ndarray) -> np.ndarray:
+    def costs(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """The A-GS total i + a of A-GS(X, 0, 0, Y) for each Y (no traceback): steps 1-25 on
-        the shifted matrix E, row by row; ``sup_y[c]`` = SUPY(n) of candidate c."""
-        width, n_cand = pid.shape
-        e = np.zeros((width + 1, n_cand), dtype=self.step.dtype)     # rows E[h, 0..width]^T
-        row = np.empty((width, n_cand), dtype=self.step.dtype)
-        for table in self.step:                                       # steps 13-25, one x_h at a time
-            np.take(table, pid, out=row, mode="clip")                 # ids are in range: no checks
-            row += e[:-1]                                             # GEN from (h-1, j-1)
-            np.minimum(row, e[1:], out=row)                           # SUP_X from (h-1, j)
-            if n_cand < self.FEW:                                     # SUP_Y chain from (h, j-1)
-                np.minimum.accumulate(row, axis=0, out=e[1:])
-            else:                                                     # (strided: slow for many)
-                for j in range(width):
-                    np.minimum(row[j], e[j], out=e[j + 1])
-        return e[length, np.arange(n_cand)].astype(np.int64) + sup_y + self.sup_x
+        the shifted matrix E."""
+        return kernel.exact_costs(self.step, self.sup_x, cand.ids, cand.start, cand.flat, sup_y)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Values laid out for the compiled scans (:mod:`.kernel`): candidate c is the value
+    ``ids[c]``, its pair ids are ``flat[start[c]:start[c + 1]]``."""
+
+    ids: np.ndarray         # (N,) int64
+    start: np.ndarray       # (N + 1,) int64
+    flat: np.ndarray        # (sum of lengths,) int32
+
+    @classmethod
+    def from_rows(cls, ids: np.ndarray, pid: np.ndarray, length: np.ndarray) -> "Candidates":
+        """The values ``ids`` of padded pair-id rows ``pid[t, :length[t]]``."""
+        n = length[ids]
+        start = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+        rows = pid[ids]
+        return cls(ids.astype(np.int64), start, rows[np.arange(rows.shape[1])[None, :] < n[:, None]].astype(np.int32))
 
 
 @dataclass
 class Bucket:
     """Candidate trajectories of similar length, padded to ``width`` (pad = node 0 / pair id
-    ``pairs.pad``, never read).
+    ``pairs.pad``, never read): Baseline's scans (numpy), and A-GS's full cost-only scan.
 
-    ``scum[:, j]`` is the cost of suppressing y_1..y_j and ``pid`` the pair ids laid out
-    column-wise (one column per candidate), both fixed for the whole run."""
+    ``scum[:, j]`` is the cost of suppressing y_1..y_j and ``pid`` the pair ids, one row per
+    candidate."""
 
     traj: np.ndarray        # (N,) distinct-trajectory ids
     codes: np.ndarray       # (N, width)
@@ -335,7 +285,7 @@ class Bucket:
     length: np.ndarray      # (N,)
     scum: np.ndarray        # (N, width + 1)
     pairs: PairSet
-    pid: np.ndarray         # (width, N)
+    pid: np.ndarray         # (N, width)
 
     @classmethod
     def create(cls, model: CostModel, traj: np.ndarray, codes: np.ndarray, ages: np.ndarray,
@@ -346,9 +296,8 @@ class Bucket:
         scum = np.zeros((traj.size, width + 1), dtype=dtype)
         np.cumsum(sup, axis=1, out=scum[:, 1:])
         if pairs is None:
-            pairs = PairSet.create(model, codes[mask], ages[mask], dtype)
-        pid = np.ascontiguousarray(pairs.ids(codes, ages, mask).T)
-        return cls(traj, codes, ages, length, scum, pairs, pid)
+            pairs = PairSet.create(model, codes[mask], ages[mask])
+        return cls(traj, codes, ages, length, scum, pairs, pairs.ids(codes, ages, mask))
 
     @property
     def sup_y(self) -> np.ndarray:
@@ -361,8 +310,8 @@ def ags_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Buck
 
     The recurrence is Algorithm 2's on totals (spec §3.2): the argmin of steps 22-23 picks by
     the total, so the total of cell (m, n) is the same whatever the tie rule."""
-    tables = XTables.create(model, b.pairs, x_codes, x_ages, b.scum.dtype)
-    return tables.costs(b.pid, b.length, b.sup_y)
+    cand = Candidates.from_rows(np.arange(b.traj.size), b.pid, b.length)
+    return XTables.create(model, b.pairs, x_codes, x_ages).costs(cand, b.sup_y)
 
 
 def baseline_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Bucket) -> np.ndarray:

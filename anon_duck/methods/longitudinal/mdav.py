@@ -2,19 +2,18 @@
 
 D, the pool of remaining records, is kept grouped by distinct trajectory value: the distance
 of a record depends only on its trajectory, so each scan considers every distinct value once
-(batched in numpy, :class:`align.XTables`), and records of one value leave the pool in
+(compiled, :mod:`.kernel`, over the tables of :class:`align.XTables`), and records of one value leave the pool in
 ascending record order. Ties of "most frequent", argmax and argmin go to the value holding
 the smallest remaining record (spec A5); "most frequent" is ordered-sequence equality (A10).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
 from ..base import Progress
-from .align import Alignment, Bucket, Offsets, PairSet, XTables, ags, baseline, baseline_costs
+from . import kernel
+from .align import Alignment, Bucket, Candidates, Offsets, PairSet, XTables, ags, baseline, baseline_costs
 from .costs import CostModel
 
 
@@ -67,11 +66,8 @@ class Pool:
     argmax only those whose upper bounds — suppressing both trajectories (SUPX + SUPY), then
     the diagonal alignment (:meth:`XTables.upper_bound`) — reach the best cost found so far.
     Every value that can attain or tie the optimum is aligned exactly, so the result, ties
-    included, is that of the full scan (``tests/test_longitudinal_pruning.py``). Baseline
-    scans are cheap and stay full."""
-
-    FIRST_ROUND = 64        # values aligned first (best bounds) to get the pruning threshold
-    DEAD = 1 << 62          # bound penalty of a value no longer in D: never selected
+    included, is that of the full scan (``tests/test_longitudinal_pruning.py``). The scans
+    are compiled (:mod:`.kernel`). Baseline scans are cheap and stay full, in numpy."""
 
     def __init__(self, model: CostModel, trajs: Trajectories, alignment: str) -> None:
         self.model, self.trajs = model, trajs
@@ -83,62 +79,59 @@ class Pool:
         self.start = np.concatenate(([0], np.cumsum(np.bincount(of, minlength=n_traj))))
         self.taken = np.zeros(n_traj, dtype=np.int64)
         self.count = np.diff(self.start)
+        self.head = self.by_traj[np.minimum(self.start[:-1], max(of.size - 1, 0))] if of.size \
+            else np.zeros(n_traj, dtype=np.int64)                 # smallest remaining record of each value
         self.size = int(of.size)
         width = trajs.codes.shape[1]
         self.dtype = np.int32 if model.max_total(2 * width + 2) < 2 ** 31 else np.int64
         valid = np.arange(width)[None, :] < trajs.length[:, None]
-        self.pairs = PairSet.create(model, trajs.codes[valid], trajs.ages[valid], self.dtype)
-        self.pid = np.ascontiguousarray(self.pairs.ids(trajs.codes, trajs.ages, valid).T)   # (width, n_traj)
-        self.sup_y = np.where(valid, model.sup(trajs.codes, trajs.ages), 0).sum(axis=1)
-        self.slot = np.full(n_traj, -1, dtype=np.int64)
+        self.pairs = PairSet.create(model, trajs.codes[valid], trajs.ages[valid])
+        self.pid = self.pairs.ids(trajs.codes, trajs.ages, valid)                    # (n_traj, width)
+        self.sup_y = np.where(valid, model.sup(trajs.codes, trajs.ages), 0).sum(axis=1).astype(np.int64)
         self._layout(np.flatnonzero(self.count > 0))
 
     def _layout(self, live: np.ndarray) -> None:
-        """Lay the values ``live`` out as length buckets, concatenated in ``order``; a value
-        that leaves D gets the ``DEAD`` penalty in ``dead`` until the next layout."""
-        self.buckets = _make_buckets(self.model, self.trajs, live, self.pairs, self.dtype)
-        self.order = np.concatenate([b.traj for b in self.buckets])
-        self.order_length = self.trajs.length[self.order]
-        self.order_sup_y = self.sup_y[self.order]
-        self.dead = np.zeros(self.order.size, dtype=np.int64)
+        """The values ``live`` in scan order (Baseline: as length buckets, concatenated); a
+        value that leaves D stays in it, with count 0, until the next layout."""
+        if self.alignment == "ags":
+            self.order = live
+            self.cand = Candidates.from_rows(live, self.pid, self.trajs.length)
+        else:
+            self.buckets = _make_buckets(self.model, self.trajs, live, self.pairs, self.dtype)
+            self.order = np.concatenate([b.traj for b in self.buckets])
         self.n_dead = 0
-        self.slot[:] = -1
-        self.slot[self.order] = np.arange(self.order.size)
 
     def first_record(self, t: np.ndarray) -> np.ndarray:
         """Smallest remaining record of each value in ``t`` (the tie-break key)."""
-        pos = np.minimum(self.start[t] + self.taken[t], self.by_traj.size - 1)
-        return self.by_traj[pos]
+        return self.head[t]
 
     def take(self, t: int) -> int:
         """Remove the smallest remaining record with value t from D."""
-        rec = int(self.by_traj[self.start[t] + self.taken[t]])
+        rec = int(self.head[t])
         self.taken[t] += 1
         self.count[t] -= 1
         self.size -= 1
-        if not self.count[t]:
-            self.dead[self.slot[t]] = self.DEAD
+        if self.count[t]:
+            self.head[t] = self.by_traj[self.start[t] + self.taken[t]]
+        else:
             self.n_dead += 1
         return rec
 
     def most_frequent(self) -> int:
         """Algorithm 3 steps 3/12: the value with the most remaining records."""
-        alive = np.flatnonzero(self.count > 0)
-        best = self.count[alive].max()
-        ties = alive[self.count[alive] == best]
-        return int(ties[np.argmin(self.first_record(ties))])
+        return int(kernel.most_frequent(self.count, self.head))
 
     def _live_layout(self) -> None:
         """Drop the dead values from the layout once they are half of it."""
         if 2 * self.n_dead > self.order.size:
-            self._layout(self.order[self.dead == 0])
+            self._layout(self.order[self.count[self.order] > 0])
 
     def distances(self, codes: np.ndarray, ages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(value ids, i + a of aligning X with each) for every value still in D: Baseline's
         scan, a handful of gathers per value."""
         self._live_layout()
         d = np.concatenate([baseline_costs(self.model, codes, ages, b) for b in self.buckets])
-        alive = self.dead == 0
+        alive = self.count[self.order] > 0
         return self.order[alive], d[alive]
 
     def farthest(self, codes: np.ndarray, ages: np.ndarray) -> int:
@@ -147,10 +140,10 @@ class Pool:
             t, d = self.distances(codes, ages)
             return self._first(t[d == d.max()])
         self._live_layout()
-        tables = XTables.create(self.model, self.pairs, codes, ages, self.dtype)
-        # SUPX + SUPY bounds every alignment; the diagonal alignment refines it where needed
-        return self._pruned(tables, self.dead - (self.order_sup_y + tables.sup_x), -1,
-                            lambda ids: -tables.upper_bound(self._block(ids)[0], self.sup_y[ids]))
+        tables = XTables.create(self.model, self.pairs, codes, ages)
+        c = self.cand
+        return int(kernel.farthest(tables.step, tables.sup_x, c.ids, c.start, c.flat, self.sup_y, self.count,
+                                   self.head))
 
     def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
         """Algorithm 4 step 3: argmin over D of the alignment cost with the representative."""
@@ -158,41 +151,10 @@ class Pool:
             t, d = self.distances(codes, ages)
             return self._first(t[d == d.min()])
         self._live_layout()
-        tables = XTables.create(self.model, self.pairs, codes, ages, self.dtype)
-        bound = np.concatenate([tables.lower_bound(b.pid) for b in self.buckets])
-        bound += tables.unmatched_bound(self.order_length)
-        bound += self.dead
-        return self._pruned(tables, bound, 1)
-
-    def _pruned(self, tables: XTables, bound: np.ndarray, sign: int,
-                refine: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
-        """argmin over the live values of ``sign * cost`` given ``bound <= sign * cost`` for
-        each (in layout order; dead values carry ``DEAD``): align the values with the best
-        bounds first; their best cost is a threshold that no value with a larger bound can
-        reach, then align the rest up to that threshold (after tightening their bounds with
-        ``refine``, when given)."""
-        first = np.argpartition(bound, self.FIRST_ROUND)[:self.FIRST_ROUND] if bound.size > self.FIRST_ROUND \
-            else np.arange(bound.size)
-        first = first[self.dead[first] == 0]
-        d_first = sign * self._costs(tables, self.order[first])
-        cut = d_first.min()
-        todo = bound <= cut
-        todo[first] = False
-        rest = self.order[todo]
-        if refine is not None and rest.size:
-            rest = rest[refine(rest) <= cut]
-        d = np.concatenate((d_first, sign * self._costs(tables, rest)))
-        cand = np.concatenate((self.order[first], rest))
-        return self._first(cand[d == d.min()])
-
-    def _block(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Pair ids of the values ``t``, one column each, as wide as the longest; and their lengths."""
-        length = self.trajs.length[t]
-        return self.pid[:int(length.max()) if t.size else 0][:, t], length
-
-    def _costs(self, tables: XTables, t: np.ndarray) -> np.ndarray:
-        """Exact A-GS totals of X with the values ``t``, in one block as wide as the longest."""
-        return tables.costs(*self._block(t), self.sup_y[t])
+        tables = XTables.create(self.model, self.pairs, codes, ages)
+        c = self.cand
+        return int(kernel.nearest(tables.step, tables.lower, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat,
+                                  self.sup_y, self.count, self.head))
 
     def _first(self, ties: np.ndarray) -> int:
         """Tie rule (spec A5): the value holding the smallest remaining record."""

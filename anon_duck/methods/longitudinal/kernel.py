@@ -1,0 +1,311 @@
+"""A-GS kernels compiled with numba: the DP of Algorithm 2 (cell fill and traceback) and the
+pruned argmin/argmax scans of MDAV' over the values still in D.
+
+Why compiled: a scan visits every value of D (tens of thousands) for its bound and aligns a
+few percent of them exactly, about 15 x 15 cells each; in numpy every step of that is a call
+over a padded block, and the merge of formCluster is a cell-by-cell loop. Compiled, each value
+and cell costs a few nanoseconds, not microseconds of call overhead, and bounds and DP run on
+each candidate's true length.
+
+Arrays are int64 except the pair ids (one compiled signature each, cached on disk).
+Candidates are laid out as :class:`align.Candidates`: candidate c is the value ``ids[c]``
+with pair ids ``flat[start[c]:start[c + 1]]`` (int32, one contiguous run scanned in order,
+which is what the bound pass over all of D reads); per-value arrays (``sup_y``, ``count``,
+``head``) are indexed by value id. ``step``, ``lower``, ``unmatched`` are the tables of
+:class:`align.XTables`.
+Every scan returns the value the full scan would: among all values with the optimal total,
+the one whose smallest remaining record ``head`` is smallest (spec A5); values whose
+``count`` of remaining records is 0 are not in D.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+GEN, SUP_Y, SUP_X = 0, 1, 2
+FIRST_ROUND = 64        # values aligned first (best bounds) to get the pruning threshold
+SAMPLE = 1024           # bounds sorted (argmax) or summed in full (argmin) to estimate it
+_DEAD = np.iinfo(np.int64).max   # bound of a value no longer in D (``count`` 0): never aligned
+_NO_FLOOR = np.iinfo(np.int64).min
+
+
+@njit(cache=True, nogil=True)
+def ags_align(xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya: np.ndarray, gen_i: np.ndarray, gen_a: np.ndarray,
+              sup_i: np.ndarray, sup_a: np.ndarray, c00: int) -> np.ndarray:
+    """Steps 1-25 of Algorithm 2 on totals, from the weighted cost tables of
+    :class:`costs.CostModel` and the carried total ``c00`` = ILM(X) + ALM(X): the operation
+    matrix r. Ties go to GEN, then SUP_Y, then SUP_X (step 22)."""
+    m, n = xc.size, yc.size
+    c = np.zeros((m + 1, n + 1), dtype=np.int64)
+    r = np.full((m + 1, n + 1), -1, dtype=np.int64)
+    c[0, 0] = c00
+    for h in range(1, m + 1):                                  # steps 3-7
+        c[h, 0] = c[h - 1, 0] + sup_i[xc[h - 1]] + sup_a[xa[h - 1]]
+        r[h, 0] = SUP_X
+    for j in range(1, n + 1):                                  # steps 8-12
+        c[0, j] = c[0, j - 1] + sup_i[yc[j - 1]] + sup_a[ya[j - 1]]
+        r[0, j] = SUP_Y
+    for h in range(1, m + 1):                                  # steps 13-25
+        xch, xah = xc[h - 1], xa[h - 1]
+        sx = sup_i[xch] + sup_a[xah]
+        for j in range(1, n + 1):
+            ycj, yaj = yc[j - 1], ya[j - 1]
+            cand_gen = c[h - 1, j - 1] + gen_i[xch, ycj] + gen_a[xah, yaj]     # steps 16, 19
+            cand_supy = c[h, j - 1] + sup_i[ycj] + sup_a[yaj]                 # steps 17, 20
+            cand_supx = c[h - 1, j] + sx                                      # steps 18, 21
+            if cand_gen <= cand_supy and cand_gen <= cand_supx:
+                c[h, j], r[h, j] = cand_gen, GEN
+            elif cand_supy <= cand_supx:
+                c[h, j], r[h, j] = cand_supy, SUP_Y
+            else:
+                c[h, j], r[h, j] = cand_supx, SUP_X
+    return r
+
+
+@njit(cache=True, nogil=True)
+def traceback(r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya: np.ndarray,
+              gen: tuple, sup: tuple, lca_i: np.ndarray, lca_a: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 26-36: follow r from (m, n) back to (0, 0). Returns the anonymized pairs in
+    position order (the LCAs of each GEN) and the sums along the path of the four costs
+    ``gen``/``sup`` (weighted i, weighted a, unweighted i, unweighted a: code tables first)."""
+    m, n = r.shape[0] - 1, r.shape[1] - 1
+    codes = np.empty(min(m, n), dtype=np.int64)
+    ages = np.empty(min(m, n), dtype=np.int64)
+    sums = np.zeros(4, dtype=np.int64)
+    h, j, s = m, n, 0
+    while h >= 1 or j >= 1:
+        op = r[h, j]
+        if op == GEN:
+            xch, xah, ycj, yaj = xc[h - 1], xa[h - 1], yc[j - 1], ya[j - 1]
+            for q in range(0, 4, 2):
+                sums[q] += gen[q][xch, ycj]
+                sums[q + 1] += gen[q + 1][xah, yaj]
+            codes[s], ages[s] = lca_i[xch, ycj], lca_a[xah, yaj]
+            s += 1
+            h, j = h - 1, j - 1
+        else:
+            if op == SUP_Y:
+                zc, za = yc[j - 1], ya[j - 1]
+                j -= 1
+            else:
+                zc, za = xc[h - 1], xa[h - 1]
+                h -= 1
+            for q in range(0, 4, 2):
+                sums[q] += sup[q][zc]
+                sums[q + 1] += sup[q + 1][za]
+    return codes[:s][::-1].copy(), ages[:s][::-1].copy(), sums
+
+
+@njit(cache=True, nogil=True)
+def x_tables(gen_i: np.ndarray, rows_i: np.ndarray, gen_a: np.ndarray, rows_a: np.ndarray, sup_p: np.ndarray,
+             sup_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``step`` and ``lower`` of :class:`align.XTables` in one pass: gen(x_h, p) is
+    ``gen_i[rows_i[h], p] + gen_a[rows_a[h], p]``; the last column (the pad) is 0 in all."""
+    m, width = sup_x.size, sup_p.size
+    step = np.zeros((m, width), dtype=np.int64)
+    lower = np.empty((2, width), dtype=np.int64)
+    lower[0], lower[1] = sup_p, sup_p
+    lower[:, width - 1] = 0
+    for h in range(m):
+        gi, ga, sx = gen_i[rows_i[h]], gen_a[rows_a[h]], sup_x[h]
+        for p in range(width - 1):
+            g = gi[p] + ga[p]
+            step[h, p] = g - sup_p[p] - sx
+            if g < lower[0, p]:
+                lower[0, p] = g
+            if g - sx < lower[1, p]:
+                lower[1, p] = g - sx
+    return step, lower
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cost(step: np.ndarray, flat: np.ndarray, a: int, n: int, e: np.ndarray, floor: int) -> int:
+    """E[m, n] of the shifted DP (module docstring of :mod:`.align`) of X against the value
+    whose pair ids are ``flat[a:a + n]``, one row of ``n + 1`` cells kept in ``e``; or any
+    value below ``floor`` as soon as E[m, n] is known to be below it: a cell is at most the
+    one above it, so E[m, n] <= E[h, n] for every row h."""
+    for j in range(n + 1):
+        e[j] = 0
+    for h in range(step.shape[0]):
+        table = step[h]
+        diag = 0                                               # E[h-1, 0]
+        left = 0                                               # E[h, 0]
+        for j in range(1, n + 1):
+            up = e[j]
+            v = diag + table[flat[a + j - 1]]                  # GEN from (h-1, j-1)
+            if up < v:                                         # SUP_X from (h-1, j)
+                v = up
+            if left < v:                                       # SUP_Y from (h, j-1)
+                v = left
+            diag = up
+            e[j] = v
+            left = v
+        if left < floor:
+            break
+    return e[n]
+
+
+@njit(cache=True, nogil=True)
+def _sample_cut(bound: np.ndarray, rank: int) -> int:
+    """About the ``rank``-th smallest of ``bound`` (exactly, from an evenly spaced sample of at
+    most ~``SAMPLE``): a first round's threshold. Any threshold gives the same result; a good
+    one only saves alignments."""
+    if bound.size <= rank:
+        return bound.max()
+    stride = max(1, bound.size // SAMPLE)
+    sample = np.sort(bound[::stride])
+    return sample[min(sample.size - 1, rank * sample.size // bound.size)]
+
+
+@njit(cache=True, nogil=True)
+def exact_costs(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray, flat: np.ndarray,
+                sup_y: np.ndarray) -> np.ndarray:
+    """The A-GS total i + a of A-GS(X, 0, 0, Y) for every candidate."""
+    e = np.zeros(_widest(start) + 1, dtype=np.int64)
+    out = np.empty(ids.size, dtype=np.int64)
+    for c in range(ids.size):
+        out[c] = _cost(step, flat, start[c], start[c + 1] - start[c], e, _NO_FLOOR) + sup_y[ids[c]] + sup_x
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _widest(start: np.ndarray) -> int:
+    w = 0
+    for c in range(start.size - 1):
+        w = max(w, start[c + 1] - start[c])
+    return w
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lower(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, flat: np.ndarray, a: int, n: int) -> int:
+    """The lower bound of :class:`align.XTables` of the value with pair ids ``flat[a:a + n]``."""
+    s0, s1 = unmatched[min(n, unmatched.size - 1)], sup_x
+    for j in range(a, a + n):
+        s0 += lower[0, flat[j]]
+        s1 += lower[1, flat[j]]
+    return max(s0, s1)
+
+
+@njit(cache=True, nogil=True)
+def lower_bounds(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, start: np.ndarray,
+                 flat: np.ndarray) -> np.ndarray:
+    """The lower bound of :class:`align.XTables` for every candidate."""
+    out = np.empty(start.size - 1, dtype=np.int64)
+    for c in range(out.size):
+        out[c] = _lower(lower, unmatched, sup_x, flat, start[c], start[c + 1] - start[c])
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _diagonal(step: np.ndarray, flat: np.ndarray, a: int, n: int) -> int:
+    s = 0
+    for h in range(min(step.shape[0], n)):
+        v = step[h, flat[a + h]]
+        if v < 0:
+            s += v
+    return s
+
+
+@njit(cache=True, nogil=True)
+def upper_bounds(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray, flat: np.ndarray,
+                 sup_y: np.ndarray) -> np.ndarray:
+    """The diagonal upper bound of :class:`align.XTables` for every candidate."""
+    out = np.empty(ids.size, dtype=np.int64)
+    for c in range(ids.size):
+        out[c] = sup_y[ids[c]] + sup_x + _diagonal(step, flat, start[c], start[c + 1] - start[c])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def most_frequent(count: np.ndarray, head: np.ndarray) -> int:
+    """The value with the most remaining records; ties to the smallest ``head`` (spec A5)."""
+    best_t, best_n = -1, 0
+    for t in range(count.size):
+        n = count[t]
+        if n > best_n or (n == best_n and n > 0 and head[t] < head[best_t]):
+            best_t, best_n = t, n
+    return best_t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _better(cost: int, head: int, best: int, best_head: int) -> bool:
+    return cost < best or (cost == best and head < best_head)
+
+
+@njit(cache=True, nogil=True)
+def nearest(step: np.ndarray, lower: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray,
+            start: np.ndarray, flat: np.ndarray, sup_y: np.ndarray, count: np.ndarray, head: np.ndarray) -> int:
+    """argmin over the candidates in D of the A-GS total with X. A value is aligned exactly
+    only when its lower bound does not exceed the best total found so far. Bounds are summed
+    pair by pair and the sums paused as soon as they are known to exceed the pass's limit
+    (the first sum only grows; the second falls by at most ``drop`` per pair left): first
+    ``cut``, about the ``FIRST_ROUND``-th smallest bound (estimated on a sample), or the best
+    total if that is smaller; then, only if the best total is above ``cut``, the best total,
+    resuming each paused sum where it stopped."""
+    stride = max(1, ids.size // SAMPLE)
+    sample = np.empty((ids.size + stride - 1) // stride, dtype=np.int64)
+    for i in range(sample.size):
+        c = i * stride
+        sample[i] = _lower(lower, unmatched, sup_x, flat, start[c], start[c + 1] - start[c]) \
+            if count[ids[c]] else _DEAD
+    cut = _sample_cut(sample, FIRST_ROUND * sample.size // max(ids.size, 1))
+    drop = min(0, lower[1].min())
+    sums = np.empty((ids.size, 3), dtype=np.int64)     # both sums over flat[start[c]:upto], upto
+    top = unmatched.size - 1
+    e = np.zeros(_widest(start) + 1, dtype=np.int64)
+    best, best_head, best_t = _DEAD, _DEAD, -1
+    for first_pass in (True, False):
+        if not first_pass and best <= cut:
+            break
+        for c in range(ids.size):
+            t = ids[c]
+            if not count[t]:
+                continue
+            a, end = start[c], start[c + 1]
+            if first_pass:
+                s0, s1, j = unmatched[min(end - a, top)], sup_x, a
+                limit = min(cut, best)
+            else:
+                s0, s1, j = sums[c, 0], sums[c, 1], sums[c, 2]
+                if j == end and max(s0, s1) <= cut:        # aligned in the first pass
+                    continue
+                limit = best
+            while j < end and s0 <= limit and s1 + (end - j) * drop <= limit:
+                s0 += lower[0, flat[j]]
+                s1 += lower[1, flat[j]]
+                j += 1
+            sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
+            if s0 > limit or s1 + (end - j) * drop > limit:
+                continue
+            cost = _cost(step, flat, a, end - a, e, _NO_FLOOR) + sup_y[t] + sup_x
+            if _better(cost, head[t], best, best_head):
+                best, best_head, best_t = cost, head[t], t
+    return best_t
+
+
+@njit(cache=True, nogil=True)
+def farthest(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray, flat: np.ndarray,
+             sup_y: np.ndarray, count: np.ndarray, head: np.ndarray) -> int:
+    """argmax over the candidates in D of the A-GS total with X. SUPX + SUPY (suppressing
+    both) bounds every alignment from above: the ``FIRST_ROUND`` values with the largest such
+    bounds are aligned first; every other value is aligned only when that bound, then the
+    diagonal alignment's (:func:`upper_bounds`), reaches the best total found so far."""
+    bound = np.empty(ids.size, dtype=np.int64)
+    for c in range(ids.size):
+        bound[c] = -(sup_y[ids[c]] + sup_x) if count[ids[c]] else _DEAD
+    cut = _sample_cut(bound, FIRST_ROUND)
+    e = np.zeros(_widest(start) + 1, dtype=np.int64)
+    best, best_head, best_t = _DEAD, _DEAD, -1
+    for first_round in (True, False):
+        for c in range(ids.size):
+            if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > best:
+                continue
+            t, a, n = ids[c], start[c], start[c + 1] - start[c]
+            if not first_round and -(sup_y[t] + sup_x + _diagonal(step, flat, a, n)) > best:
+                continue
+            floor = _NO_FLOOR if best == _DEAD else -best - sup_y[t] - sup_x   # E below it: total below best
+            cost = -(_cost(step, flat, a, n, e, floor) + sup_y[t] + sup_x)
+            if _better(cost, head[t], best, best_head):
+                best, best_head, best_t = cost, head[t], t
+    return best_t
