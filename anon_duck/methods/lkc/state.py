@@ -179,9 +179,10 @@ class State:
         """Refine ``T[Best]``: its records move to ``child(Best)`` (one UPDATE, §4.2)."""
         t = self.taxonomies[attr]
         raw, nxt = t.refinement(best)
+        runs = _runs(raw, nxt)
         self.backend.run(f"lkc: perform {t.nodes[best].label} on {t.column}", render(
-            "lkc/perform.sql.j2", state=STATE, cut=cut_col(attr), nxt=nxt_col(attr), raw=raw_col(attr),
-            runs=_runs(raw, nxt), move=True), {"best": int(best)})
+            "lkc/perform.sql.j2", shape=(len(runs), True), state=STATE, cut=cut_col(attr), nxt=nxt_col(attr),
+            raw=raw_col(attr), runs=runs, move=True), {"best": int(best)})
 
     # -- numeric_split = 'best_valid' ----------------------------------------------------------
     def valid_thresholds(self, attr: int, x: int, others: Sequence[Sequence[int]], params: LKCParams) -> np.ndarray:
