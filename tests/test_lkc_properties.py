@@ -257,3 +257,33 @@ def test_one_grouping_set_per_statement_changes_nothing(con, job_file, case):
     assert one[:3] == default[:3]
     assert len(default[1]) == 7
     assert one[3] > default[3] if case == "random" else one[3] == default[3] == 0
+
+
+@pytest.mark.parametrize("c", [Fraction(1, 3), Fraction(10 ** 17 - 1, 10 ** 17)], ids=["small", "wide"])
+def test_group_validity_is_exact_per_candidate(c):
+    """``State.validity``'s numpy grouping against plain Python on random rows (candidate cut,
+    next value, one other cut, sensitive code, counts up to 10^6 so that with C's denominator
+    10^17 the excess n_s·den − num·n leaves int64 and takes the Python-integer path): every
+    candidate's smallest group, largest confidence and largest excess, and its verdict."""
+    import numpy as np
+
+    from anon_duck.methods.lkc.state import group_validity
+    rng = random.Random(7)
+    rows = [(rng.choice([3, 5, 9]), rng.randint(0, 2), rng.choice([-1, 0, 4]), rng.randint(0, 2),
+             rng.randint(1, 10 ** 6)) for _ in range(300)]
+    groups: dict[tuple, Counter] = {}
+    for x, nxt, other, s, n in rows:
+        groups.setdefault((x, nxt, other), Counter())[s] += n
+    want: dict[int, tuple] = {}
+    for (x, _, _), by_s in groups.items():
+        n, n_s = sum(by_s.values()), max(by_s[1], by_s[2])
+        got = (n, n_s / n, n_s * c.denominator - c.numerator * n)
+        old = want.get(x, got)
+        want[x] = (min(old[0], got[0]), max(old[1], got[1]), max(old[2], got[2]))
+    cols = list(zip(*rows))
+    got = group_validity([np.array(cols[i], dtype=np.int64) for i in range(3)], np.array(cols[3], dtype=np.int64),
+                         np.array(cols[4], dtype=np.int64), 2, c)
+    assert sorted(got) == [3, 5, 9]
+    for x, (min_n, conf, excess) in want.items():
+        assert (got[x].min_n, got[x].max_conf, got[x].max_excess) == (min_n, conf, float(excess))
+        assert got[x].valid(1) == (excess <= 0)

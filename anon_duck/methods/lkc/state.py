@@ -10,6 +10,7 @@ those counts, and the refinement of ``T[Best]``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
@@ -171,29 +172,9 @@ class State:
                 continue
             cut = {j: p[cut_col(j)][mine].astype(np.int64) for j in {a, *(j for q in others for j in q)}}
             for q in others:
-                group = _group_ids([cut[a], nxt[mine], *(cut[j] for j in q)])
-                n = np.bincount(group, weights=cnt[mine]).astype(np.int64)        # exact below 2^53 records
-                n_s = np.zeros_like(n)
-                for s in range(1, len(self.sensitive) + 1):
-                    hit = sens[mine] == s
-                    n_s = np.maximum(n_s, np.bincount(group[hit], weights=cnt[mine][hit],
-                                                      minlength=len(n)).astype(np.int64))
-                candidate = np.zeros(len(n), dtype=np.int64)
-                candidate[group] = cut[a]                # A's cut is part of the group key
-                xs, of = np.unique(candidate, return_inverse=True)
-                min_n = np.full(len(xs), np.iinfo(np.int64).max)
-                np.minimum.at(min_n, of, n)
-                max_conf = np.zeros(len(xs))
-                np.maximum.at(max_conf, of, n_s / n)
-                # n_s·den − num·n in int64 while it cannot overflow, else in Python integers
-                wide = max(frac.numerator, frac.denominator) * int(n.max()) >= 2 ** 62
-                excess = (n_s.astype(object) if wide else n_s) * frac.denominator - frac.numerator * \
-                    (n.astype(object) if wide else n)
-                max_excess = np.array([excess[of == i].max() for i in range(len(xs))], dtype=object)
-                for i, x in enumerate(xs):
-                    v = Validity(int(min_n[i]), float(max_conf[i]), float(max_excess[i]))
-                    key = (a, int(x))
-                    out[key] = out[key].merge(v) if key in out else v
+                for x, v in group_validity([cut[a], nxt[mine], *(cut[j] for j in q)], sens[mine], cnt[mine],
+                                           len(self.sensitive), frac).items():
+                    out[(a, x)] = out[(a, x)].merge(v) if (a, x) in out else v
         return out
 
     def partition_sizes(self) -> dict[str, np.ndarray]:
@@ -248,8 +229,32 @@ def _runs(raw: np.ndarray, nxt: np.ndarray) -> list[dict]:
             for s, e in zip(np.r_[0, starts], np.r_[starts, len(raw)])]
 
 
+def group_validity(key: Sequence[np.ndarray], sens: np.ndarray, cnt: np.ndarray, n_sens: int,
+                   c: Fraction) -> dict[int, Validity]:
+    """The groups of the rows by ``key`` (columns of codes, the candidate's cut first), each of
+    ``cnt`` records with sensitive code ``sens``, reduced per candidate: smallest group, largest
+    ``P(s|group)`` over s in 1..n_sens, largest ``n_s · den − num · n`` (exact: int64 while it
+    cannot overflow, Python integers beyond)."""
+    group = _group_ids(key)
+    n = np.bincount(group, weights=cnt).astype(np.int64)             # exact below 2^53 records
+    n_s = np.zeros_like(n)
+    for s in range(1, n_sens + 1):
+        hit = sens == s
+        n_s = np.maximum(n_s, np.bincount(group[hit], weights=cnt[hit], minlength=len(n)).astype(np.int64))
+    candidate = np.zeros(len(n), dtype=np.int64)
+    candidate[group] = key[0]                  # the cut leads the key: groups come by candidate
+    starts = np.flatnonzero(np.r_[True, candidate[1:] != candidate[:-1]])
+    wide = max(c.numerator, c.denominator) * int(n.max()) >= 2 ** 62
+    excess = (n_s.astype(object) if wide else n_s) * c.denominator - c.numerator * (n.astype(object) if wide else n)
+    min_n, max_conf = np.minimum.reduceat(n, starts), np.maximum.reduceat(n_s / n, starts)
+    max_excess = np.maximum.reduceat(excess, starts)
+    return {int(x): Validity(int(min_n[i]), float(max_conf[i]), float(max_excess[i]))
+            for i, x in enumerate(candidate[starts])}
+
+
 def _group_ids(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """A group number per row for the rows' tuples of (small, non-negative or -1) codes."""
+    """A group number per row for the rows' tuples of (small, non-negative or -1) codes,
+    numbered in the tuples' lexicographic order (so the first column's groups are contiguous)."""
     key = np.zeros(len(columns[0]), dtype=np.int64)
     span = 1
     for c in columns:
