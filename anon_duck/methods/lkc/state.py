@@ -162,7 +162,8 @@ class State:
         thread hand-off), more than the scan of the cells that fills the table."""
         frac = params.c_fraction
         p = self.backend.fetch("lkc: partition cells", render(
-            "lkc/partition_cells.sql.j2", parts=PARTS, cuts=[cut_col(i) for i in self.parts_attrs]))
+            "lkc/partition_cells.sql.j2", shape=len(self.parts_attrs), parts=PARTS,
+            cuts=[cut_col(i) for i in self.parts_attrs]))
         attr, nxt = p["attr"].astype(np.int64), p["nxt"].astype(np.int64)
         sens, cnt = p["sens"].astype(np.int64), p["cnt"].astype(np.int64)
         out: dict[tuple[int, int], Validity] = {}
