@@ -493,7 +493,7 @@ def _publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult]
                 columns = list(backend.columns(f"publish {target}: columns", t.staged).items())
                 backend.run(f"publish {target}",
                             render("release/publish_table.sql.j2", target=staged[target], source=t.staged,
-                                   columns=columns, seeded=t.shuffle, seed=job.release.seed))
+                                   columns=columns, seeded=t.shuffle, seed=job.release.seed, grouped=t.repeats))
             backend.write_table(staged[meta[1]], {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
             # 2. swap: drop the previous release, move the staged tables into place
             for old in previous_views:

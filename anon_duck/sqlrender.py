@@ -39,6 +39,13 @@ def ident(name: Any) -> str:
     """Quote one identifier for DuckDB, whatever characters it holds."""
     if not isinstance(name, str) or name == "":
         raise TemplateError(f"identifier must be a non-empty string; got {name!r}")
+    return _quoted(name)
+
+
+@functools.lru_cache(maxsize=65536)
+def _quoted(name: str) -> str:
+    """sqlglot's quoting, once per name: a loop re-renders the same few names thousands of
+    times (LKC's 1M run quoted 11,000 identifiers, a tenth of its Python time)."""
     return exp.to_identifier(name, quoted=True).sql("duckdb")
 
 

@@ -238,14 +238,15 @@ def _outcome(con: duckdb.DuckDBPyConnection, job: Job) -> tuple[list, list, tupl
 
 @pytest.mark.parametrize("case", ["toy", "random"])
 def test_one_grouping_set_per_statement_changes_nothing(con, job_file, case):
-    """``max_grouping_sets`` only splits the validity statements (spec §7.3): with 1, every QID
-    subset is its own statement, and a candidate checked on several subsets has its (min
-    size, max confidence) merged across statements (``State.validity``), as has the
-    threshold search of best_valid (``State.valid_thresholds``). The toy and a random table
-    with Age grown by best_valid (seed 248: 21 rows, K=1, C=0.8; L=2, so once all three QIDs
-    are active a candidate is checked on two subsets) give the same rounds, trace and release
-    as with the default 256, where everything fits in one statement. The random table is
-    chosen so that dropping either merge changes its rounds (checked by mutation)."""
+    """``max_grouping_sets`` only splits the split-validity statements of best_valid (spec
+    §7.3; candidate validity is grouped in numpy, ``State.validity``): with 1, every QID
+    subset is its own statement, and the threshold search merges them
+    (``State.valid_thresholds``). The toy and a random table with Age grown by best_valid
+    (seed 248: 21 rows, K=1, C=0.8; L=2, so once all three QIDs are active a candidate is
+    checked on two subsets) give the same rounds, trace and release as with the default 256,
+    where everything fits in one statement. The random table is chosen so that dropping the
+    merge in ``State.valid_thresholds`` changes its rounds (checked by mutation; dropping the
+    per-subset merge of ``State.validity`` fails test_lkc's grown-split trace)."""
     if case == "toy":
         job = job_file(TOY)
     else:
@@ -254,4 +255,35 @@ def test_one_grouping_set_per_statement_changes_nothing(con, job_file, case):
     default = _outcome(con, job)
     one = _outcome(con, job.with_params(max_grouping_sets=1))
     assert one[:3] == default[:3]
-    assert len(default[1]) == 7 and one[3] > default[3]
+    assert len(default[1]) == 7
+    assert one[3] > default[3] if case == "random" else one[3] == default[3] == 0
+
+
+@pytest.mark.parametrize("c", [Fraction(1, 3), Fraction(10 ** 17 - 1, 10 ** 17)], ids=["small", "wide"])
+def test_group_validity_is_exact_per_candidate(c):
+    """``State.validity``'s numpy grouping against plain Python on random rows (candidate cut,
+    next value, one other cut, sensitive code, counts up to 10^6 so that with C's denominator
+    10^17 the excess n_s·den − num·n leaves int64 and takes the Python-integer path): every
+    candidate's smallest group, largest confidence and largest excess, and its verdict."""
+    import numpy as np
+
+    from anon_duck.methods.lkc.state import group_validity
+    rng = random.Random(7)
+    rows = [(rng.choice([3, 5, 9]), rng.randint(0, 2), rng.choice([-1, 0, 4]), rng.randint(0, 2),
+             rng.randint(1, 10 ** 6)) for _ in range(300)]
+    groups: dict[tuple, Counter] = {}
+    for x, nxt, other, s, n in rows:
+        groups.setdefault((x, nxt, other), Counter())[s] += n
+    want: dict[int, tuple] = {}
+    for (x, _, _), by_s in groups.items():
+        n, n_s = sum(by_s.values()), max(by_s[1], by_s[2])
+        got = (n, n_s / n, n_s * c.denominator - c.numerator * n)
+        old = want.get(x, got)
+        want[x] = (min(old[0], got[0]), max(old[1], got[1]), max(old[2], got[2]))
+    cols = list(zip(*rows))
+    got = group_validity([np.array(cols[i], dtype=np.int64) for i in range(3)], np.array(cols[3], dtype=np.int64),
+                         np.array(cols[4], dtype=np.int64), 2, c)
+    assert sorted(got) == [3, 5, 9]
+    for x, (min_n, conf, excess) in want.items():
+        assert (got[x].min_n, got[x].max_conf, got[x].max_excess) == (min_n, conf, float(excess))
+        assert got[x].valid(1) == (excess <= 0)

@@ -332,10 +332,10 @@ def _lkc_sensitive(name: str, qis: list[str], sensitive: str | None,
 
 def _lkc_sets(backend: Backend, name: str, relation: Relation, qis: list[str], sensitive: str | None, L: int,
               paranoid: bool) -> tuple[int, list[tuple[str, ...]], list[str]]:
-    """Refuse NULLs, count distinct values per QI in SQL, and pick the subsets to check."""
-    n_rows, _, distinct = refuse_nulls(backend, name, relation, [*qis, *([sensitive] if sensitive else [])],
-                                        distinct=qis)
-    active = [q for q in qis if distinct[q] > 1]
+    """Refuse NULLs, find the QIs with two or more values in SQL, and pick the subsets to check."""
+    n_rows, _, varies = refuse_nulls(backend, name, relation, [*qis, *([sensitive] if sensitive else [])],
+                                      varying=qis)
+    active = [q for q in qis if varies[q]]
     return n_rows, lkc_subsets(qis, active, L, paranoid), active
 
 
@@ -399,15 +399,16 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 # shared helpers
 # ------------------------------------------------------------------------------------------
 def refuse_nulls(backend: Backend, name: str, relation: Relation, columns: Sequence[str],
-                  distinct: Sequence[str] = ()) -> tuple[int, dict[str, int], dict[str, int]]:
+                  varying: Sequence[str] = ()) -> tuple[int, dict[str, int], dict[str, bool]]:
     """Profile the relation in one SQL statement; raise InputError for the first column that
-    holds NULLs. Returns (n_rows, nulls per column, distinct count per ``distinct`` column)."""
+    holds NULLs. Returns (n_rows, nulls per column, whether each ``varying`` column holds two
+    or more values)."""
     columns = list(dict.fromkeys(columns))
     row = backend.rows(f"verify {name}: profile", render("verify/column_profile.sql.j2", relation=relation,
-                                                         columns=columns, distinct=list(distinct)))[0]
+                                                         columns=columns, varying=list(varying)))[0]
     nulls = dict(zip(columns, row[1:1 + len(columns)]))
     _raise_on_nulls(name, relation, nulls)
-    return int(row[0]), nulls, dict(zip(distinct, (int(v) for v in row[1 + len(columns):])))
+    return int(row[0]), nulls, dict(zip(varying, (bool(v) for v in row[1 + len(columns):])))
 
 
 def _raise_on_nulls(name: str, relation: Relation, nulls: Mapping[str, int]) -> None:

@@ -6,7 +6,7 @@ transfusion service", KDD 2009 (seed 003_27f232e02d958571). Module map:
 * :mod:`.params` — the (L, K, C, S) requirement and options (Definition 3.1);
 * :mod:`.taxonomy` — taxonomy trees, grown numeric intervals, InfoGain inputs (§3.2);
 * :mod:`.infogain` — Eq. 1-3 and the optimal binary split (§3.2.1);
-* :mod:`.state` — the TIPS as a SQL cells table, validity via GROUPING SETS (§4.2-4.3);
+* :mod:`.state` — the TIPS as a SQL cells table, validity from each round's partition counts (§4.2-4.3);
 * :mod:`.pais` — Algorithm 1 itself;
 * :mod:`.release` — line 8: T', the cut and the trace;
 * :mod:`.measures` — DR and CE/BE/UE (§5.1).

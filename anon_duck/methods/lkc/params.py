@@ -36,7 +36,8 @@ PARAMS = (
     Param("root_interval", dict, default=None,
           doc="numeric QIs without a hierarchy: {column = [lo, hi]}, the root interval [lo, hi) (§2.6)"),
     Param("max_grouping_sets", int, default=256, lo=1,
-          doc="grouping sets per validity query (DuckDB memory grows per set, spec §7.3)"),
+          doc="grouping sets per split-validity query of numeric_split = 'best_valid' (DuckDB memory "
+              "grows per set, spec §7.3)"),
 )
 
 

@@ -70,6 +70,6 @@ def stage(backend: Backend, job: Job, inputs: Inputs, state: State, result: PAIS
         columns["dc_before"] = np.array([s.dc_before for s in steps], dtype=np.int64)
         columns["dc_after"] = np.array([s.dc_after for s in steps], dtype=np.int64)
     backend.write_table(TRACE, columns)
-    return [ReleaseTable("release", RELEASE),
+    return [ReleaseTable("release", RELEASE, repeats=not ds.keep),  # generalized: ~30K distinct rows of 1M
             ReleaseTable("cut", CUT, shuffle=False),      # sorted by attribute, value
             ReleaseTable("trace", TRACE, shuffle=False)]  # sorted by iteration
