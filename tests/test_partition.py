@@ -192,3 +192,29 @@ def test_partition_size_refused_for_a_method_without_partitioning_or_below_2k(co
     with pytest.raises(JobError, match=r"settings.partition_size = 5: must be at least 2 × method.k = 6"):
         api.run(con, job)
     assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'dis%'").fetchone()[0]
+
+
+def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(con, tmp_path):
+    """The function a Spark task runs (anon_duck/partition/executors.py), without Spark: it reads
+    its fragment's Parquet rows, writes each staged table as a file tagged with the fragment and
+    returns the facts; a fragment the method refuses comes back as the method's own error."""
+    pd = pytest.importorskip("pandas")
+    from anon_duck.methods import get_method
+    from anon_duck.partition.executors import _run_fragment, _Task
+    job = _codes_job(con, n=8)
+    for f, persons in ((0, range(6)), (1, range(6, 8))):
+        for role, sql in (("input", "SELECT DISTINCT pid FROM visits"), ("codes", "SELECT pid AS id, code FROM visits")):
+            folder = tmp_path / role / f"_fragment={f}"
+            folder.mkdir(parents=True)
+            ids = ", ".join(f"'p{i:03d}'" for i in persons)
+            con.execute(f"COPY (SELECT * FROM ({sql}) WHERE {'pid' if role == 'input' else 'id'} IN ({ids})) "
+                        f"TO '{folder}/part.parquet' (FORMAT parquet)")
+    task = _Task(str(tmp_path), job, get_method("disassociation").check_params(job), ("input", "codes"), (), (6, 2))
+    done = _run_fragment(task, pd.DataFrame({"fragment": [0]}))
+    assert done["error"][0] is None and '"records": 6' in done["facts"][0]
+    clusters = con.execute(f"SELECT _fragment, sum(n_records) FROM '{tmp_path}/out/clusters/0.parquet' "
+                           "GROUP BY ALL").fetchall()
+    assert clusters == [(0, 6)]
+    refused = _run_fragment(task, pd.DataFrame({"fragment": [1]}))
+    assert refused["error"][0] == ("InputError: method.k = 3 is larger than the number of records (persons) (2); "
+                                   "no release can be 3-anonymous")

@@ -24,7 +24,8 @@ import duckdb
 
 from ..backend.duckdb import DuckDBBackend
 from ..backend.spark import SparkBackend
-from ..errors import EngineError
+from .. import errors
+from ..errors import AnonDuckError, EngineError
 from ..hierarchy import CLOSURE, EDGES, LEVELS, NODES
 from ..inputs import Inputs
 from ..job import Job
@@ -73,9 +74,13 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
             spark.table(name).coalesce(1).write.parquet(str(folder / "hierarchy" / name))
         task = _Task(str(folder), job, params, roles, hierarchies, tuple(fragments.sizes))
         numbers = spark.createDataFrame([(f,) for f in range(fragments.count)], "fragment bigint")
-        done = numbers.groupBy("fragment").applyInPandas(_in_executor(task),
-                                                         "fragment bigint, facts string, tables string").collect()
+        done = numbers.groupBy("fragment").applyInPandas(
+            _in_executor(task), "fragment bigint, facts string, tables string, error string").collect()
         done = sorted(done, key=lambda r: r["fragment"])
+        for r in done:
+            if r["error"] is not None:     # the method's own error (infeasible k, bad input), as on DuckDB
+                kind, _, message = r["error"].partition(": ")
+                raise getattr(errors, kind, AnonDuckError)(f"fragment {r['fragment']} of {fragments.count}: {message}")
         tables = [ReleaseTable(suffix, union_table(suffix), shuffle) for suffix, shuffle in json.loads(done[0]["tables"])]
         for t in tables:
             union = spark.read.parquet(str(folder / "out" / t.suffix))
@@ -129,11 +134,15 @@ def _run_fragment(task: _Task, rows: Any) -> Any:
                               "parquet", [])
         inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"))
         method = get_method(task.job.method)
-        staged = method.anonymize(backend, task.job, inputs, task.params, lambda *_: None)
+        try:
+            staged = method.anonymize(backend, task.job, inputs, task.params, lambda *_: None)
+        except AnonDuckError as err:
+            return pd.DataFrame({"fragment": [f], "facts": [None], "tables": [None],
+                                 "error": [f"{type(err).__name__}: {err}"]})
         for t in staged.tables:
             out = folder / "out" / t.suffix
             out.mkdir(parents=True, exist_ok=True)
             backend.run(f"partition: write {t.suffix}", render("partition/write_fragment.sql.j2", source=t.staged,
                                                                fragment=f), {"path": str(out / f"{f}.parquet")})
     return pd.DataFrame({"fragment": [f], "facts": [json.dumps(staged.facts)],
-                         "tables": [json.dumps([(t.suffix, t.shuffle) for t in staged.tables])]})
+                         "tables": [json.dumps([(t.suffix, t.shuffle) for t in staged.tables])], "error": [None]})
