@@ -203,7 +203,8 @@ def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(c
     from anon_duck.partition.executors import _run_fragment, _Task
     job = _codes_job(con, n=8)
     for f, persons in ((0, range(6)), (1, range(6, 8))):
-        for role, sql in (("input", "SELECT DISTINCT pid FROM visits"), ("codes", "SELECT pid AS id, code FROM visits")):
+        for role, sql in (("input", "SELECT DISTINCT pid FROM visits"),
+                          ("codes", "SELECT pid AS id, code FROM visits")):
             folder = tmp_path / role / f"_fragment={f}"
             folder.mkdir(parents=True)
             ids = ", ".join(f"'p{i:03d}'" for i in persons)

@@ -64,8 +64,9 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
         for role in roles:
             relation, id_column = relations[role]
             tagged = scratch(f"part_tagged_{role}")
-            backend.run(f"partition: rows of {role}", render("partition/tagged_rows.sql.j2", target=tagged,
-                                                              relation=relation, id=id_column, fragments=fragments.table))
+            backend.run(f"partition: rows of {role}", render(
+                "partition/tagged_rows.sql.j2", target=tagged, relation=relation, id=id_column,
+                fragments=fragments.table))
             rows = spark.table(tagged[-1])
             rows.write.partitionBy("_fragment").parquet(str(folder / role))
             rows.drop("_fragment").limit(0).coalesce(1).write.parquet(str(folder / "empty" / role))
@@ -81,7 +82,8 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
             if r["error"] is not None:     # the method's own error (infeasible k, bad input), as on DuckDB
                 kind, _, message = r["error"].partition(": ")
                 raise getattr(errors, kind, AnonDuckError)(f"fragment {r['fragment']} of {fragments.count}: {message}")
-        tables = [ReleaseTable(suffix, union_table(suffix), shuffle) for suffix, shuffle in json.loads(done[0]["tables"])]
+        tables = [ReleaseTable(suffix, union_table(suffix), shuffle)
+                  for suffix, shuffle in json.loads(done[0]["tables"])]
         for t in tables:
             union = spark.read.parquet(str(folder / "out" / t.suffix))
             union.localCheckpoint(eager=True).createOrReplaceTempView(t.staged[-1])
