@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from . import partition
 from .backend.base import Backend
 from .backend.duckdb import DuckDBBackend
 from .backend.spark import SparkBackend
@@ -117,9 +118,10 @@ def run(con: Connection, job: Job, *, progress: Progress | None = None) -> RunRe
     t0 = time.perf_counter()
     method = get_method(job.method)
     params = method.check_params(job)
+    partition.check(job, method, params)
     with _session(con, job, publishes=True) as backend:
         inputs = prepare(backend, job)
-        staged = method.anonymize(backend, job, inputs, params, progress or _quiet)
+        staged = partition.anonymize(backend, job, method, inputs, params, progress or _quiet)
         checks = method.verify(backend, job, {t.suffix: t.staged for t in staged.tables}, params)
         _gate(job, checks)
         tables = _publish(backend, job, staged.tables, checks, staged.facts)
@@ -246,12 +248,14 @@ def sweep(con: Connection, job: Job, param: str, values: Sequence[Any], *, progr
     method = get_method(job.method)
     jobs = [job.with_params(**{param: v}) for v in values]
     checked = [method.check_params(j) for j in jobs]
+    for point_job, params in zip(jobs, checked):
+        partition.check(point_job, method, params)
     points = []
     for value, point_job, params in zip(values, jobs, checked):
         t0 = time.perf_counter()
         with _session(con, point_job) as backend:
             inputs = prepare(backend, point_job)
-            staged = method.anonymize(backend, point_job, inputs, params, progress or _quiet)
+            staged = partition.anonymize(backend, point_job, method, inputs, params, progress or _quiet)
             tables = {t.suffix: t.staged for t in staged.tables}
             checks = method.verify(backend, point_job, tables, params)
             _gate(point_job, checks)

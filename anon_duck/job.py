@@ -273,7 +273,7 @@ MAX_THREADS = 4096
 
 
 def _settings(t: Mapping[str, Any]) -> Settings:
-    _only(t, "settings", {"memory_limit", "threads"})
+    _only(t, "settings", {"memory_limit", "threads", "partition_size"})
     threads = t.get("threads")
     if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)
                                 or not 1 <= threads <= MAX_THREADS):
@@ -281,7 +281,11 @@ def _settings(t: Mapping[str, Any]) -> Settings:
     mem = _opt_str(t.get("memory_limit"), "settings.memory_limit")
     if mem is not None and not re.fullmatch(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", mem.strip(), re.I):
         raise JobError(f"settings.memory_limit = {mem!r}: write it like '2GB' or '512MiB'")
-    return Settings(mem, threads)
+    partition_size = t.get("partition_size")
+    if partition_size is not None and (not isinstance(partition_size, int) or isinstance(partition_size, bool)
+                                       or partition_size < 1):
+        raise JobError(f"settings.partition_size = {partition_size!r}: must be a whole number of persons >= 1")
+    return Settings(mem, threads, partition_size)
 
 
 def _risk(t: Mapping[str, Any], base: Path) -> RiskSettings:

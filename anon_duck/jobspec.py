@@ -121,6 +121,7 @@ class Release:
 class Settings:
     memory_limit: str | None = None
     threads: int | None = None
+    partition_size: int | None = None   # persons per fragment of a partitioned run (docs/scale.md)
 
 
 @dataclass(frozen=True)

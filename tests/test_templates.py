@@ -38,6 +38,10 @@ def renderings(tmp_path_factory):
                     anon_duck.export(con, job, tmp_path_factory.mktemp("export") / target)
         with duckdb.connect() as con:     # [settings] render SET statements
             anon_duck.run(con, dataclasses.replace(load_job(TOY_JOBS[0]), settings=Settings("1GB", 1)))
+        with duckdb.connect() as con:     # [settings] partition_size renders the partition templates
+            toy = load_job(JOBS / "disassociation_toy.toml")
+            anon_duck.run(con, dataclasses.replace(toy, settings=Settings(partition_size=6), params={
+                k: v for k, v in toy.params.items() if k not in ("policy", "constraints")}))
     for name, sql in rec:
         out.setdefault(name, [])
         if sql not in out[name] and len(out[name]) < 3:
@@ -90,12 +94,14 @@ NOT_EXERCISED_BY_TOYS: dict[str, str] = {
     "metrics/domain.sql.j2": "numeric QIs without a hierarchy: method jobs",
     "release/meta_value.sql.j2": "read by methods' reports",
     "util/fingerprint.sql.j2": "tests only (source-unchanged checks)",
+    "partition/tagged_rows.sql.j2": "Spark executors only: tests/test_spark.py -k partition",
+    "partition/write_fragment.sql.j2": "Spark executors only: tests/test_spark.py -k partition",
 }
 
 
 def test_every_template_is_exercised(renderings):
     missing = [t for t in template_names() if t not in renderings and t not in NOT_EXERCISED_BY_TOYS
-               and t.split("/")[0] in {"hierarchy", "inputs", "release", "util", "fulldomain", "metrics"}]
+               and t.split("/")[0] in {"hierarchy", "inputs", "release", "util", "fulldomain", "metrics", "partition"}]
     assert not missing, f"templates no toy job renders: {missing}"
 
 

@@ -26,6 +26,7 @@ import functools
 import logging
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from dataclasses import dataclass
@@ -79,6 +80,9 @@ def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
     if running is not None and Path(running.conf.get("spark.sql.warehouse.dir").removeprefix("file:")) != home:
         raise EngineError(f"this process runs a SparkSession on warehouse {running.conf.get('spark.sql.warehouse.dir')}; "
                           f"it cannot open another one on {home} (one SparkSession per process)")
+    # Python in the executors (a partitioned run, docs/scale.md) is this process's, the one with
+    # anon_duck and DuckDB installed, unless the standard PYSPARK_PYTHON names another
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = builder.getOrCreate()
     # anon_duck reports every failure itself, as a sentence: Spark's loggers need not repeat it
     spark.sparkContext.setLogLevel("FATAL")

@@ -55,6 +55,23 @@ def release_view(suffix: str) -> tuple[AnalystView, ...]:
     return (AnalystView("", "views/table.sql.j2", {"source": suffix}),)
 
 
+@dataclass(frozen=True)
+class Partitioning:
+    """What a partitioned run (``[settings] partition_size``, docs/scale.md) needs to know of a
+    method whose privacy model holds per cluster, so that the union of releases of disjoint
+    fragments of the persons is a release of the whole: how to cut the persons into fragments
+    of similar records (``split``: ``"codes"`` splits on the most frequent code, as HORPART
+    does; ``"sort"`` sorts by the QIs, then the code sequence), and which staged columns hold
+    ids that are numbered inside one fragment (``ids``: id domain -> the (table suffix, column)
+    pairs holding it), which the union renumbers so they stay unique and say nothing of the
+    fragment, and how the fragments' ``facts`` combine (key -> ``sum``, ``min``, ``max`` or
+    ``mean``; :func:`anon_duck.partition.union.combine_facts`)."""
+
+    split: str
+    ids: Mapping[str, tuple[tuple[str, str], ...]]
+    facts: Mapping[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class Staged:
     """What ``anonymize`` produced: staged release tables plus facts for the metadata table."""
@@ -68,6 +85,9 @@ class Method(Protocol):
     summary: str
     views: tuple[AnalystView, ...]
     """The analyst views every release of the method publishes (docs/analyst.md)."""
+    partitioning: Partitioning | None
+    """How fragments of the persons are anonymized apart and unioned; None: the method runs on
+    the whole input only (its model is not closed under union, or nobody checked)."""
 
     def check_params(self, job: Job) -> Any:
         """Validate ``job.params`` (raise :class:`JobError` naming ``method.<key>``) and the

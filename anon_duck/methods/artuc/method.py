@@ -22,7 +22,7 @@ from ...job import Job
 from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers import artuc as verify_artuc
-from ..base import AnalystView, Progress, ReleaseTable, Staged, check_k
+from ..base import AnalystView, Partitioning, Progress, ReleaseTable, Staged, check_k
 from . import constraints as uc
 from .algorithm import ArtUC, Outcome
 from .params import ArtUCParams, check_artuc_params
@@ -38,6 +38,16 @@ class ArtUCMethod:
     summary = "(k, k^m)-anonymity of demographics + diagnosis codes under utility constraints (ArtUC, seed 000)"
     views = (AnalystView("", "views/artuc_records.sql.j2"), AnalystView("codes", "views/artuc_codes.sql.j2"))
     variant = "artuc"
+    # (k, k^m)-anonymity holds per class, so releases of disjoint fragments union into one
+    # (docs/scale.md)
+    partitioning = Partitioning(
+        "sort",
+        {"record": (("records", "record"), ("record_tokens", "record"), ("release", "record")),
+         "class": (("records", "class"), ("classes", "class"), ("tokens", "class"), ("release", "class")),
+         "token": (("tokens", "token"), ("record_tokens", "token"))},
+        {"published_records": "sum", "suppressed_records_step2": "sum", "suppressed_records_no_box": "sum",
+         "clusters": "sum", "merges": "sum", "suppressed_codes": "sum", "suppressed_occurrences": "sum",
+         "ncp": "mean", "formation_ncp": "mean", "ul": "mean", "ul_sup": "mean", "ul_gen": "mean"})
 
     def check_params(self, job: Job) -> ArtUCParams:
         params = check_artuc_params(job, constraints_required=self.variant != "rmr")

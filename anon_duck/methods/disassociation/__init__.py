@@ -27,7 +27,7 @@ from ...job import Job
 from ...scratch import scratch
 from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit, completeness
-from ..base import AnalystView, Progress, Staged, check_k
+from ..base import AnalystView, Partitioning, Progress, Staged, check_k
 from .chunks import cluster_masks, refine, vertical_partitioning
 from .encoding import Records, encode
 from .horpart import horpart, merge_small
@@ -69,6 +69,17 @@ class Disassociation:
     views = (AnalystView("", "views/disassociation_records.sql.j2"),
              AnalystView("terms", "views/disassociation_terms.sql.j2"),
              AnalystView("support", "views/disassociation_support.sql.j2"))
+    # k^m-anonymity holds per cluster (every chunk lies inside a cluster or joint cluster), so
+    # releases of disjoint fragments union into one (docs/scale.md)
+    partitioning = Partitioning(
+        "codes",
+        {"cluster": (("clusters", "cluster_id"), ("record_chunks", "cluster_id"), ("shared_scope", "cluster_id"),
+                     ("item_chunks", "cluster_id")),
+         "chunk": (("record_chunks", "chunk_id"), ("shared_chunks", "chunk_id"), ("shared_scope", "chunk_id")),
+         "joint": (("clusters", "joint_id"),)},
+        {"records": "sum", "horpart_clusters": "sum", "clusters": "sum", "min_cluster": "min", "max_cluster": "max",
+         "record_chunks": "sum", "shared_chunks": "sum", "joint_clusters": "sum", "refine_passes": "max",
+         "item_chunk_codes": "sum", "codes_suppressed": "sum"})
 
     def check_params(self, job: Job) -> DisParams:
         return check_params(job)

@@ -22,7 +22,7 @@ from ...inputs import Inputs
 from ...job import Job
 from ...verifiers import CheckResult
 from ...verifiers.longitudinal import verify_release
-from ..base import Progress, ReleaseTable, Staged, check_k, release_view
+from ..base import Partitioning, Progress, ReleaseTable, Staged, check_k, release_view
 from .load import load
 from .mdav import Pool, mdav
 from .measures import longitudinal_report
@@ -36,6 +36,13 @@ class Longitudinal:
     name = "longitudinal"
     summary = "k-anonymity of (ICD, age) trajectories: A-GS alignment + MDAV' clustering (seed 004)"
     views = release_view("events")       # one row per published record and position
+    # k-anonymity of whole trajectories holds per cluster, so releases of disjoint fragments
+    # union into one (docs/scale.md)
+    partitioning = Partitioning(
+        "sort", {"release_id": (("patients", "release_id"), ("events", "release_id"))},
+        {"clusters": "sum", "min_cluster": "min", "max_cluster": "max", "records": "sum", "pairs": "sum",
+         "distinct_trajectories": "sum", "released_pairs": "sum", "ilm_alg": "mean", "alm_alg": "mean",
+         "ilm_def8": "mean", "alm_def8": "mean"})
 
     def check_params(self, job: Job) -> LongitudinalParams:
         params = check_params(job)

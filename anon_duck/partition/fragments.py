@@ -1,0 +1,96 @@
+"""Cut the persons into fragments of at most ``partition_size`` similar persons (docs/scale.md).
+
+Two rules, both in SQL (sql/partition/), Python driving only the rounds of the first and
+pulling counts:
+
+* ``codes`` (disassociation): HORPART's own first splits (seed 001 Fig. 8, without utility
+  constraints): every group of more than ``partition_size`` persons is split on its most
+  frequent code not yet split on, D1 (holders) before D2 (the rest), until no group is larger
+  or none can split; the persons are then ordered by their split path, so persons sharing
+  frequent codes stay together.
+* ``sort`` (artuc, longitudinal): the persons ordered by their quasi-identifiers, then their
+  sorted codes or their event sequence, then id, so persons with equal demographics and
+  similar codes are neighbours.
+
+The ordered persons are then cut into ``ceil(n / partition_size)`` runs of equal size (within
+one person): never more than ``partition_size``, and never fewer than half of it when there
+are two or more, which is what keeps every fragment anonymizable when the size is at least
+``2k`` (checked in :func:`anon_duck.partition.check`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..backend.base import Backend
+from ..inputs import Inputs
+from ..job import Job
+from ..methods.base import Progress
+from ..scratch import scratch
+from ..sqlrender import render
+
+FRAGMENTS = scratch("part_fragment")
+PATHS, LIVE, SPLITS = scratch("part_path"), scratch("part_live"), scratch("part_split")
+
+
+@dataclass(frozen=True)
+class Fragments:
+    """``table`` maps each person id (VARCHAR) to its fragment (0 ..); ``sizes[f]`` is the
+    number of persons of fragment ``f``; ``rounds`` the split rounds of the ``codes`` rule."""
+
+    table: tuple[str, ...]
+    sizes: list[int]
+    rounds: int = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.sizes)
+
+
+def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, progress: Progress) -> Fragments:
+    """The fragments of the prepared ``inputs`` under rule ``split`` (``codes`` or ``sort``)."""
+    ds = job.dataset
+    rounds = 0
+    if split == "codes":
+        assert inputs.codes is not None
+        backend.run("partition: split start", render("partition/split_start.sql.j2", paths=PATHS, live=LIVE,
+                                                     person=inputs.person, id=ds.id, codes=inputs.codes))
+        while True:
+            backend.run("partition: split choose", render("partition/split_choose.sql.j2", target=SPLITS,
+                                                          paths=PATHS, live=LIVE), {"size": size})
+            n_splits = int(backend.scalar("partition: splits", render("disassociation/count_rows.sql.j2",
+                                                                        relation=SPLITS)))
+            if n_splits == 0:
+                break
+            rounds += 1
+            progress("partition: split", rounds, rounds + 1)
+            backend.run("partition: split apply", render("partition/split_apply.sql.j2", paths=PATHS, live=LIVE,
+                                                         splits=SPLITS))
+    n = inputs.n_rows
+    count = max(1, math.ceil(n / size))
+    backend.run("partition: fragments", render(
+        "partition/fragments.sql.j2", target=FRAGMENTS, person=inputs.person, id=ds.id,
+        paths=PATHS if split == "codes" else None,
+        qis=[q.column for q in ds.qis] if split == "sort" else [],
+        codes=inputs.codes if split == "sort" else None, events=inputs.events if split == "sort" else None),
+        {"fragments": count, "n": n})
+    sizes = backend.fetch("partition: sizes", render("partition/fragment_sizes.sql.j2", fragments=FRAGMENTS))
+    return Fragments(FRAGMENTS, [int(v) for v in sizes["persons"]], rounds)
+
+
+def restrict(backend: Backend, job: Job, inputs: Inputs, fragments: Fragments, f: int) -> Inputs:
+    """The inputs of fragment ``f`` only, as scratch tables beside the whole ones (which the
+    verifier and the report keep reading)."""
+    def rows(relation: tuple[str, ...] | None, name: str, id_column: str) -> tuple[str, ...] | None:
+        if relation is None:
+            return None
+        target = scratch(f"part_{name}")
+        backend.run(f"partition: fragment {name}", render("partition/fragment_rows.sql.j2", target=target,
+                                                          relation=relation, id=id_column, fragments=fragments.table),
+                    {"fragment": f})
+        return target
+    assert job.dataset.id is not None
+    person = rows(inputs.person, "input", job.dataset.id)
+    assert person is not None
+    return Inputs(person, fragments.sizes[f], rows(inputs.codes, "codes", "id"), rows(inputs.events, "events", "id"),
+                  inputs.coverage)

@@ -1,0 +1,221 @@
+"""Partitioned anonymization on DuckDB (``[settings] partition_size``, docs/scale.md): the
+fragments cover every person once and respect the size, the union of the fragments' releases
+passes the method's verifier and a brute-force check of the model written here, a size of n
+or more gives the unpartitioned release, and bad settings are refused by name."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import Counter, defaultdict
+
+import duckdb
+import numpy as np
+import pytest
+
+from anon_duck import api
+from anon_duck.errors import JobError
+from anon_duck.inputs import prepare
+from anon_duck.job import load_job, parse_job
+from anon_duck.jobspec import Settings, Source
+from anon_duck.partition.fragments import fragment
+
+from conftest import FIXTURES, JOBS
+
+
+def _sized(job, size):
+    return dataclasses.replace(job, settings=Settings(partition_size=size))
+
+
+def _codes_job(con, n=90, seed=3):
+    """n persons with 2-4 codes each out of 12, frequencies skewed (code c0 the most frequent),
+    as a table ``visits(pid, code)``; disassociation with k = 3, m = 2."""
+    rng = np.random.default_rng(seed)
+    weights = 1 / np.arange(1, 13)
+    pairs = [(f"p{i:03d}", f"c{c}") for i in range(n)
+             for c in rng.choice(12, size=rng.integers(2, 5), replace=False, p=weights / weights.sum())]
+    con.execute("CREATE TABLE visits(pid VARCHAR, code VARCHAR)")
+    con.executemany("INSERT INTO visits VALUES (?, ?)", pairs)
+    return parse_job("""
+[input]
+id = "pid"
+[input.codes]
+table = "visits"
+id = "pid"
+code = "code"
+[method]
+name = "disassociation"
+k = 3
+m = 2
+max_cluster_size = 8
+[release]
+name = "dis"
+seed = 5
+""")
+
+
+def _copies(con, job, copies):
+    """The job's person table (and codes or events) repeated ``copies`` times with new ids
+    (id * 100 + copy), as tables ``persons`` and ``children``."""
+    ds = job.dataset
+    child = ds.codes or ds.events
+    con.execute(f"CREATE TABLE persons AS SELECT * REPLACE (CAST({ds.id} AS BIGINT) * 100 + c AS {ds.id}) "
+                f"FROM read_csv('{ds.source.path}'), range({copies}) t(c)")
+    con.execute(f"CREATE TABLE children AS SELECT * REPLACE (CAST({child.id} AS BIGINT) * 100 + c AS {child.id}) "
+                f"FROM read_csv('{child.source.path}', all_varchar = true), range({copies}) t(c)")
+    child = dataclasses.replace(child, source=Source(table="children"))
+    roles = {"codes": child} if ds.codes else {"events": child}
+    return dataclasses.replace(job, dataset=dataclasses.replace(ds, source=Source(table="persons"), **roles))
+
+
+def _release(con, name, suffix):
+    return con.execute(f'SELECT * FROM "{name}_{suffix}"').fetchall()
+
+
+# ------------------------------------------------------------------------------------------
+# brute-force checks of each model on the published union, independent of the verifiers
+# ------------------------------------------------------------------------------------------
+def _km_ok(sets, k, m):
+    """Every combination of up to m items held by some set is held by k sets or more."""
+    support = Counter(c for s in sets for size in range(1, m + 1) for c in itertools.combinations(sorted(s), size))
+    return min(support.values(), default=k) >= k
+
+
+def _check_disassociation(con, name, k, m, n):
+    clusters = _release(con, name, "clusters")
+    assert sum(r[1] for r in clusters) == n and min(r[1] for r in clusters) >= k
+    assert len({r[0] for r in clusters}) == len(clusters)        # cluster ids unique over the union
+    chunks = defaultdict(list)
+    for chunk_id, _, _, codes in _release(con, name, "record_chunks"):
+        chunks[chunk_id].append(codes)
+    for chunk_id, _, codes in _release(con, name, "shared_chunks"):
+        chunks[chunk_id].append(codes)
+    assert chunks and all(_km_ok(subrecords, k, m) for subrecords in chunks.values())
+
+
+def _check_artuc(con, name, k, m):
+    records = dict(_release(con, name, "records"))              # record -> class
+    members = Counter(records.values())
+    assert min(members.values()) >= k
+    held = defaultdict(set)
+    for record, token in _release(con, name, "record_tokens"):
+        held[record].add(token)
+    by_class = defaultdict(list)
+    for record, cls in records.items():
+        by_class[cls].append(held[record])
+    assert all(_km_ok(sets, k, m) for sets in by_class.values())
+    return len(records)
+
+
+def _check_longitudinal(con, name, k):
+    classes = Counter(r[1] for r in _release(con, name, "patients"))
+    assert min(classes.values()) >= k
+    return sum(classes.values())
+
+
+# ------------------------------------------------------------------------------------------
+def test_disassociation_partitioned_union_is_km_anonymous(con):
+    job = _sized(_codes_job(con), 30)
+    result = api.run(con, job)
+    assert result.verified
+    assert result.facts["partition"]["fragments"] == 3
+    assert result.facts["records"] == 90 and result.facts["partition"]["max_fragment"] <= 30
+    _check_disassociation(con, "dis", 3, 2, 90)
+    assert all(c.passed for c in api.verify(con, job))             # re-checked from the published tables
+    facts = con.execute("SELECT value FROM dis_meta WHERE key = 'facts'").fetchone()[0]
+    assert '"partition_size": 30' in facts
+
+
+def test_artuc_partitioned_union_is_kkm_anonymous(con):
+    job = _sized(_copies(con, load_job(JOBS / "artuc_toy.toml"), 5), 10)
+    result = api.run(con, job)
+    assert result.verified and result.facts["partition"]["fragments"] == 4
+    published = _check_artuc(con, "artuc_toy", 2, 2)
+    assert published + result.facts["suppressed_records_step2"] + result.facts["suppressed_records_no_box"] == 40
+    assert all(c.passed for c in api.verify(con, job))
+
+
+def test_longitudinal_partitioned_union_is_k_anonymous(con):
+    job = _sized(_copies(con, load_job(JOBS / "longitudinal_toy.toml"), 5), 8)
+    result = api.run(con, job)
+    assert result.verified and result.facts["partition"]["fragments"] == 4
+    assert _check_longitudinal(con, "toy_k2", 2) == 30
+    ids = [r[0] for r in _release(con, "toy_k2", "patients")]
+    assert sorted(ids) == list(range(1, 31))                       # numbered from 1, as unpartitioned
+
+
+def test_fragments_cover_every_person_once_within_the_size(con):
+    job = _codes_job(con, n=100)
+    with api._session(con, job) as backend:
+        inputs = prepare(backend, job)
+        for split, size in (("codes", 30), ("sort", 30), ("codes", 7), ("sort", 100)):
+            frag = fragment(backend, job, inputs, size, split, lambda *_: None)
+            rows = con.execute(f'SELECT id, fragment FROM temp.main."{frag.table[2]}"').fetchall()
+            assert sorted(i for i, _ in rows) == [f"p{i:03d}" for i in range(100)]   # each person once
+            sizes = Counter(f for _, f in rows)
+            assert sorted(sizes) == list(range(frag.count)) and frag.count == -(-100 // size)
+            assert max(sizes.values()) <= size and max(sizes.values()) - min(sizes.values()) <= 1
+            assert [sizes[f] for f in range(frag.count)] == frag.sizes
+        # the codes rule splits on the most frequent code first: its holders come first
+        frag = fragment(backend, job, inputs, 30, "codes", lambda *_: None)
+        of = dict(con.execute(f'SELECT id, fragment FROM temp.main."{frag.table[2]}"').fetchall())
+        top = con.execute("SELECT code FROM visits GROUP BY code ORDER BY count(*) DESC, code LIMIT 1").fetchone()[0]
+        holders = {p for (p,) in con.execute("SELECT pid FROM visits WHERE code = ?", [top]).fetchall()}
+        assert top == "c0" and frag.rounds >= 2
+        assert max(of[p] for p in holders) <= min(f for p, f in of.items() if p not in holders)
+
+
+def test_one_fragment_is_the_unpartitioned_release():
+    releases = []
+    for size in (None, 90, 1000):
+        con = duckdb.connect()
+        job = _codes_job(con)
+        api.run(con, _sized(job, size) if size else job)
+        releases.append([_release(con, "dis", s) for s in
+                         ("clusters", "record_chunks", "shared_chunks", "shared_scope", "item_chunks")])
+        con.close()
+    assert releases[0] == releases[1] == releases[2] and releases[0][1]
+
+
+@pytest.mark.parametrize("value", [0, -5, 2.5, "100", True])
+def test_bad_partition_size_is_named(value):
+    text = (JOBS / "disassociation_toy.toml").read_text() + f"\n[settings]\npartition_size = {value!r}\n".replace(
+        "True", "true").replace("'", '"')
+    with pytest.raises(JobError, match=r"settings.partition_size = .*whole number of persons >= 1"):
+        parse_job(text, base_dir=JOBS)
+
+
+def test_partition_size_refused_for_a_method_without_partitioning_or_below_2k(con):
+    job = _sized(load_job(JOBS / "toy_fulldomain.toml"), 100)
+    with pytest.raises(JobError, match=r"settings.partition_size = 100: method 'fulldomain' cannot run partitioned"):
+        api.run(con, job)
+    job = _sized(_codes_job(con), 5)          # k = 3: a fragment of 2 or 3 persons could not be 3-anonymous
+    with pytest.raises(JobError, match=r"settings.partition_size = 5: must be at least 2 × method.k = 6"):
+        api.run(con, job)
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'dis%'").fetchone()[0]
+
+
+def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(con, tmp_path):
+    """The function a Spark task runs (anon_duck/partition/executors.py), without Spark: it reads
+    its fragment's Parquet rows, writes each staged table as a file tagged with the fragment and
+    returns the facts; a fragment the method refuses comes back as the method's own error."""
+    pd = pytest.importorskip("pandas")
+    from anon_duck.methods import get_method
+    from anon_duck.partition.executors import _run_fragment, _Task
+    job = _codes_job(con, n=8)
+    for f, persons in ((0, range(6)), (1, range(6, 8))):
+        for role, sql in (("input", "SELECT DISTINCT pid FROM visits"),
+                          ("codes", "SELECT pid AS id, code FROM visits")):
+            folder = tmp_path / role / f"_fragment={f}"
+            folder.mkdir(parents=True)
+            ids = ", ".join(f"'p{i:03d}'" for i in persons)
+            con.execute(f"COPY (SELECT * FROM ({sql}) WHERE {'pid' if role == 'input' else 'id'} IN ({ids})) "
+                        f"TO '{folder}/part.parquet' (FORMAT parquet)")
+    task = _Task(str(tmp_path), job, get_method("disassociation").check_params(job), ("input", "codes"), (), (6, 2))
+    done = _run_fragment(task, pd.DataFrame({"fragment": [0]}))
+    assert done["error"][0] is None and '"records": 6' in done["facts"][0]
+    clusters = con.execute(f"SELECT _fragment, sum(n_records) FROM '{tmp_path}/out/clusters/0.parquet' "
+                           "GROUP BY ALL").fetchall()
+    assert clusters == [(0, 6)]
+    refused = _run_fragment(task, pd.DataFrame({"fragment": [1]}))
+    assert refused["error"][0] == ("InputError: method.k = 3 is larger than the number of records (persons) (2); "
+                                   "no release can be 3-anonymous")
