@@ -300,7 +300,10 @@ class _Order:
 
     seed: str
     sorted: frozenset[str]
-    views: frozenset[str] = frozenset()     # the analyst views (a chunked copy reads a table's row ids)
+    # the analyst views: a chunked copy reads row ids, which a view lacks, and a view's
+    # materialized copy is not the same Parquet file (DuckDB writes a column it knows holds no
+    # NULL as REQUIRED); a view is written in one statement
+    views: frozenset[str] = frozenset()
 
     def context(self, backend: Backend, name: str) -> dict[str, Any]:
         """release_order's context for table ``name`` as ``backend`` holds it."""
@@ -337,33 +340,20 @@ def _write_export(backend: DuckDBBackend, names: list[str], order: _Order, parti
 
 
 def _export_file(backend: DuckDBBackend, name: str, order: _Order, path: Path, fmt: str) -> None:
-    """Write table ``name`` to ``path`` in release order. A seeded table is first copied in
-    order into a scratch table in chunks (:func:`_copy_in_order`), which the file then takes
-    as it is stored: the file's rows are never sorted in one piece."""
+    """Write table ``name`` to ``path`` in release order. A seeded table (not an analyst view,
+    see :class:`_Order`) is first copied in order into a scratch table in chunks
+    (:func:`_copy_in_order`), which the file then takes as stored (DuckDB keeps a table's
+    insertion order in a plain scan): the file's rows are never sorted in one piece."""
     context = order.context(backend, name)
-    if not context["seeded"] or backend.sort_budget() is None:
+    if not context["seeded"] or name in order.views or backend.sort_budget() is None:
         backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt, path=str(path),
                                              ordered=False, **context))
         return
     ordered = scratch("export_ordered")
-    with _as_table(backend, name, order) as source:
-        _copy_in_order(backend, f"export {name}", ordered, source, True, context["seed"])
+    _copy_in_order(backend, f"export {name}", ordered, (name,), True, context["seed"])
     backend.run(f"export {name}", render("release/export_file.sql.j2", source=ordered, format=fmt, path=str(path),
                                          ordered=True))
     backend.run(f"export {name}: drop copy", render("release/drop_table.sql.j2", target=ordered))
-
-
-@contextlib.contextmanager
-def _as_table(backend: DuckDBBackend, name: str, order: _Order) -> Iterator[tuple[str, ...]]:
-    """``name`` as a table a chunked copy can read (it keys rows by row id): an analyst view is
-    materialized into a scratch table for the copy, a table is itself."""
-    if name not in order.views:
-        yield (name,)
-        return
-    table = scratch("export_view")
-    backend.run(f"export {name}: materialize", render("release/materialize.sql.j2", target=table, source=(name,)))
-    yield table
-    backend.run(f"export {name}: drop materialized", render("release/drop_table.sql.j2", target=table))
 
 
 def _export_database(backend: DuckDBBackend, names: list[str], order: _Order, path: Path) -> None:
@@ -372,9 +362,8 @@ def _export_database(backend: DuckDBBackend, names: list[str], order: _Order, pa
     try:
         for name in names:
             context = order.context(backend, name)
-            with _as_table(backend, name, order) as source:
-                _copy_in_order(backend, f"export {name}", (alias, "main", name), source, context["seeded"],
-                               context["seed"])
+            seeded = context["seeded"] and name not in order.views
+            _copy_in_order(backend, f"export {name}", (alias, "main", name), (name,), seeded, context["seed"])
     finally:
         backend.run("export: detach", render("release/detach.sql.j2", alias=alias))
 
