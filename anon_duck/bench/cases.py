@@ -181,7 +181,12 @@ def _run_job(job) -> dict[str, Any]:
         t0 = time.perf_counter()
         result = api.run(con, job)
         seconds = time.perf_counter() - t0
-        published = con.execute(render("util/fingerprint.sql.j2", relation=(result.tables[0],))).fetchone()[0]
+        counter = api.backend_for(con, job)    # the job's memory_limit holds for the count too (peak RSS)
+        try:
+            published = counter.rows("bench: published rows",
+                                     render("util/fingerprint.sql.j2", relation=(result.tables[0],)))[0][0]
+        finally:
+            counter.restore_settings()
     return {"seconds": seconds, "verified": result.verified, "facts": result.facts, "published_rows": published}
 
 
