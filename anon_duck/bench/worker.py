@@ -34,9 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     out = CASES[args.cases[0]](args.scale)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["data_built"] = sorted(str(p) for p in _cache_files() - before)
-    # on a line of its own: DuckDB's progress bar (a statement over 2 s) writes to the same
-    # stdout and may leave its line unterminated; the runner reads the last line
-    print("\n" + json.dumps(out, default=str))
+    print(json.dumps(out, default=str))
 
 
 def _cache_files() -> set[Path]:
