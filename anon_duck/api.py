@@ -36,7 +36,7 @@ from .job import Job, Source
 from .methods import get_method
 from .methods.base import AnalystView, Progress
 from .risk import Population, codes_risk, drivers, events_risk, qi_risk, resolve_risk_options
-from .scratch import drop_scratch, staging
+from .scratch import drop_scratch, scratch, staging
 from .sqlrender import render
 from .verifiers import CheckResult
 from .version import __version__
@@ -304,6 +304,10 @@ class _Order:
 
     seed: str
     sorted: frozenset[str]
+    # the analyst views: a chunked copy reads row ids, which a view lacks, and a view's
+    # materialized copy is not the same Parquet file (DuckDB writes a column it knows holds no
+    # NULL as REQUIRED); a view is written in one statement
+    views: frozenset[str] = frozenset()
 
     def context(self, backend: Backend, name: str) -> dict[str, Any]:
         """release_order's context for table ``name`` as ``backend`` holds it."""
@@ -314,8 +318,10 @@ class _Order:
 def _release_order(backend: Backend, name: str) -> _Order:
     meta = ("main", f"{name}_meta")
     seed = backend.scalar("release: seed", render("release/meta_value.sql.j2", meta=meta), {"key": "seed"})
-    listed = backend.rows("release: sorted tables", render("release/meta_tables.sql.j2", meta=meta, key="sorted_table"))
-    return _Order(str(seed), frozenset([meta[1]] + [r[0] for r in listed]))
+    listed = {key: [r[0] for r in backend.rows(f"release: {key} rows", render("release/meta_tables.sql.j2", meta=meta,
+                                                                            key=key))]
+              for key in ("sorted_table", "view")}
+    return _Order(str(seed), frozenset([meta[1]] + listed["sorted_table"]), frozenset(listed["view"]))
 
 
 def _write_export(backend: DuckDBBackend, names: list[str], order: _Order, partial: Path, target: Path, fmt: str,
@@ -328,9 +334,7 @@ def _write_export(backend: DuckDBBackend, names: list[str], order: _Order, parti
         else:
             partial.mkdir(parents=True)
             for name in names:
-                backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt,
-                                                     path=str(partial / f"{name}.{fmt}"),
-                                                     **order.context(backend, name)))
+                _export_file(backend, name, order, partial / f"{name}.{fmt}", fmt)
         os.replace(partial, target)
     except BaseException:
         if partial.is_dir():
@@ -339,13 +343,31 @@ def _write_export(backend: DuckDBBackend, names: list[str], order: _Order, parti
         raise
 
 
+def _export_file(backend: DuckDBBackend, name: str, order: _Order, path: Path, fmt: str) -> None:
+    """Write table ``name`` to ``path`` in release order. A seeded table (not an analyst view,
+    see :class:`_Order`) is first copied in order into a scratch table in chunks
+    (:func:`_copy_in_order`), which the file then takes as stored (DuckDB keeps a table's
+    insertion order in a plain scan): the file's rows are never sorted in one piece."""
+    context = order.context(backend, name)
+    if not context["seeded"] or name in order.views or backend.sort_budget() is None:
+        backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt, path=str(path),
+                                             ordered=False, **context))
+        return
+    ordered = scratch("export_ordered")
+    _copy_in_order(backend, f"export {name}", ordered, (name,), True, context["seed"])
+    backend.run(f"export {name}", render("release/export_file.sql.j2", source=ordered, format=fmt, path=str(path),
+                                         ordered=True))
+    backend.run(f"export {name}: drop copy", render("release/drop_table.sql.j2", target=ordered))
+
+
 def _export_database(backend: DuckDBBackend, names: list[str], order: _Order, path: Path) -> None:
     alias = "anon_duck_export"
     backend.run("export: attach", render("release/attach.sql.j2", alias=alias, path=str(path)))
     try:
         for name in names:
-            backend.run(f"export {name}", render("release/export_duckdb.sql.j2", alias=alias, source=(name,), name=name,
-                                                 **order.context(backend, name)))
+            context = order.context(backend, name)
+            seeded = context["seeded"] and name not in order.views
+            _copy_in_order(backend, f"export {name}", (alias, "main", name), (name,), seeded, context["seed"])
     finally:
         backend.run("export: detach", render("release/detach.sql.j2", alias=alias))
 
@@ -425,6 +447,35 @@ def _previous_release(backend: Backend, name: str) -> _Earlier | None:
     return _Earlier(listed["table"], listed["view"])
 
 
+def _copy_in_order(backend: Backend, stage: str, target: tuple[str, ...], source: tuple[str, ...], seeded: bool,
+                   seed: Any, *, grouped: bool = False) -> None:
+    """Copy table ``source`` to a new table ``target``, its rows in release order
+    (sql/lib/release_order.jinja): publication and export.
+
+    A seeded table on an engine with a sort budget (DuckDB: its sort of wide rows fails
+    rather than spill under ``memory_limit``, and ArtUC's release holds 1.6 GB of code-set text
+    at EHRD scale) is copied in chunks of consecutive digests: the digests and row ids alone
+    are sorted, then each chunk's rows are sorted and appended. The same rows in the same order
+    as the one statement, and no sort holds more than about a budget of row text. A ``grouped``
+    table (``ReleaseTable.repeats``: mostly identical rows, as LKC's generalized release) is
+    one statement that sorts its distinct rows only and repeats them (release/publish_table)."""
+    columns = list(backend.columns(f"{stage}: columns", source).items())
+    budget = backend.sort_budget() if seeded and not grouped else None
+    if budget is None:
+        backend.run(stage, render("release/publish_table.sql.j2", target=target, source=source, columns=columns,
+                                  seeded=seeded, seed=seed, grouped=grouped))
+        return
+    keys = scratch("order_keys")
+    backend.run(f"{stage}: keys", render("release/order_keys.sql.j2", target=keys, source=source, columns=columns,
+                                         seed=seed, budget=budget))
+    chunks = [c for (c,) in backend.rows(f"{stage}: chunks", render("release/order_chunks.sql.j2", keys=keys))]
+    for i, chunk in enumerate(chunks or [None]):    # no chunk: the first statement creates the table empty
+        backend.run(f"{stage}: chunk {i + 1}/{len(chunks)}",
+                    render("release/copy_chunk.sql.j2", target=target, source=source, keys=keys, columns=columns,
+                           create=i == 0), {"chunk": chunk})
+    backend.run(f"{stage}: drop keys", render("release/drop_table.sql.j2", target=keys))
+
+
 def _drop_staged(backend: Backend, names: Iterable[Sequence[str]]) -> None:
     """After a failed publication: DuckDB rolled the transaction back already (the drops find
     nothing); on Spark the staged tables written so far go, the previous release stays."""
@@ -494,10 +545,8 @@ def _publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult]
             # 1. write every table under its staging name: the previous release is still whole
             for t in tables:
                 target = f"{name}_{t.suffix}"
-                columns = list(backend.columns(f"publish {target}: columns", t.staged).items())
-                backend.run(f"publish {target}",
-                            render("release/publish_table.sql.j2", target=staged[target], source=t.staged,
-                                   columns=columns, seeded=t.shuffle, seed=job.release.seed, grouped=t.repeats))
+                _copy_in_order(backend, f"publish {target}", staged[target], t.staged, t.shuffle, job.release.seed,
+                               grouped=t.repeats)
             backend.write_table(staged[meta[1]], {"key": [k for k, _ in meta_rows], "value": [v for _, v in meta_rows]})
             # 2. swap: drop the previous release, move the staged tables into place
             for old in previous_views:

@@ -26,6 +26,10 @@ class Backend(Protocol):
         """How many threads the engine works with: a Python stage running in parallel uses as
         many, so one setting bounds the CPU a run takes."""
 
+    def sort_budget(self) -> int | None:
+        """Bytes of row text one sort may hold when a release table is published (api._copy_in_order),
+        or None if the engine's sort of any size stays within its memory (Spark spills)."""
+
     def restore_settings(self) -> None:
         """Give the caller's settings back as they were before the call."""
 

@@ -92,6 +92,13 @@ class DuckDBBackend:
     def threads(self) -> int:
         return int(self._setting("threads"))
 
+    def sort_budget(self) -> int:
+        """An eighth of ``memory_limit``: DuckDB 2.0's sort of wide rows (ArtUC's code-set text)
+        fails with "failed to pin block" rather than spill once the rows it holds near the
+        limit (1.6 GB of text under a 1 GB limit, two threads); a chunk of an eighth leaves
+        room for the sort's copies, the output table's blocks and each thread's share."""
+        return _parse_bytes(self._setting("memory_limit")) // 8
+
     def in_transaction(self) -> bool:
         """Whether the caller has a transaction open on this connection (see
         ``util/transaction_id.sql.j2``); asking does not disturb it."""
@@ -175,8 +182,8 @@ class DuckDBBackend:
         return bool(self.rows("scratch: exists", render("verify/temp_table_exists.sql.j2"), {"name": name[-1]})[0][0])
 
 
-_UNITS = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40,
-          "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
+_UNITS = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40, "PiB": 2 ** 50,
+          "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12, "PB": 10 ** 15}
 
 
 def _parse_bytes(text: str) -> int:

@@ -333,6 +333,10 @@ class SparkBackend:
         """The session's default parallelism (local[n]: n; a cluster: its executor cores)."""
         return int(self.spark.sparkContext.defaultParallelism)
 
+    def sort_budget(self) -> None:
+        """Spark's sort spills to disk at any size: a release table is published in one statement."""
+        return None
+
     def writable(self) -> bool:
         """A session writes to its warehouse; a read-only catalog shows at the first write."""
         return True
