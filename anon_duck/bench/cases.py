@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import atexit
 import hashlib
+import resource
 import shutil
 import tempfile
 from pathlib import Path
@@ -172,9 +173,16 @@ def _run_job(job) -> dict[str, Any]:
         t0 = time.perf_counter()
         result = api.run(con, job)
         seconds = time.perf_counter() - t0
+        peak = peak_rss_mb()
         published = con.execute(render("util/fingerprint.sql.j2", relation=(result.tables[0],))).fetchone()[0]
         return {"seconds": seconds, "verified": result.verified, "facts": result.facts, "published_rows": published,
-                "release": release_digest(con, job)}
+                "release": release_digest(con, job), "peak_rss_mb": peak}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS so far: a case that does untimed work after the measured work
+    (digesting its release) reports the peak the measured work reached, taken here."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
@@ -183,6 +191,9 @@ def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
     suite compares it with the digest a target pins, so a speed-up that changed the release
     shows as a changed release rather than as a faster one."""
     from .. import api
+    # one thread: under a 1GB cap DuckDB 2.0's CSV writer fails on two with ArtUC's 1.6 GB of
+    # code-set text (docs/artuc.md, Memory); the digest is untimed, after the case's peak RSS
+    con.execute(render("util/set_setting.sql.j2", name="threads", value=1))
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
         for path in sorted(api.export(con, job, Path(tmp) / "release.csv")):
@@ -205,7 +216,8 @@ def fulldomain_adult(scale: float) -> dict[str, Any]:
     out = _run_job(job)
     rows = out["published_rows"]
     return {"seconds": out["seconds"], "rows": rows, "verified": out["verified"], "lm": round(out["facts"]["lm"], 4),
-            "c_avg_norm": round(rows / out["facts"]["classes"] / job.params["k"], 2), "release": out["release"]}
+            "c_avg_norm": round(rows / out["facts"]["classes"] / job.params["k"], 2), "release": out["release"],
+            "peak_rss_mb": out["peak_rss_mb"]}
 
 
 ADULT_QIS = ["age", "sex", "race", "marital_status", "education"]   # the QIs of adult_fulldomain.toml
@@ -258,7 +270,8 @@ def disassociation_bms(scale: float) -> dict[str, Any]:
     (1 = the real 59,601 transactions); below scale 1, the toy of seed 001."""
     out = _run_job(_bms_job(scale))
     return {"seconds": out["seconds"], "rows": out["facts"]["records"], "verified": out["verified"],
-            "clusters": out["facts"]["clusters"], "release": out["release"]}
+            "clusters": out["facts"]["clusters"], "release": out["release"],
+            "peak_rss_mb": out["peak_rss_mb"]}
 
 
 @case("longitudinal_d50")
@@ -267,8 +280,10 @@ def longitudinal_d50(scale: float) -> dict[str, Any]:
     from .papers.longitudinal import run
     with connect() as con:
         out = run("D50_pop", 5, max(20, int(27_639 * scale)), con=con)
+        peak = peak_rss_mb()
         return {"seconds": out["seconds"], "rows": out["n"], "verified": out["verified"],
-                "ilm": out["ilm_alg"], "alm": out["alm_alg"], "release": release_digest(con, out["job"])}
+                "ilm": out["ilm_alg"], "alm": out["alm_alg"], "release": release_digest(con, out["job"]),
+                "peak_rss_mb": peak}
 
 
 def _counterfeit_adult_job(scale: float) -> Job:
@@ -321,7 +336,8 @@ def counterfeit_adult_run(scale: float) -> dict[str, Any]:
     out = _run_job(load_job(_jobs() / ("counterfeit_adult.toml" if scale >= 1 else "counterfeit_toy.toml")))
     return {"seconds": out["seconds"], "rows": out["published_rows"] - out["facts"]["n_counterfeits"],
             "verified": out["verified"], "counterfeits": out["facts"]["n_counterfeits"], "rce": round(out["facts"]["rce"], 2),
-            "release": out["release"]}
+            "release": out["release"],
+            "peak_rss_mb": out["peak_rss_mb"]}
 
 
 @case("lkc_adult")
@@ -334,7 +350,8 @@ def lkc_adult(scale: float) -> dict[str, Any]:
     from .generators.adult_blowup import blow_up
     if scale < 0.1:
         out = _run_job(load_job(_jobs() / "lkc_toy.toml"))
-        return {"seconds": out["seconds"], "rows": 10, "verified": out["verified"], "release": out["release"]}
+        return {"seconds": out["seconds"], "rows": 10, "verified": out["verified"], "release": out["release"],
+                "peak_rss_mb": out["peak_rss_mb"]}
     base = load_job(_jobs() / "lkc_adult_full.toml").with_params(L=4, K=20, C=1.0)
     alpha = max(1, round(23 * scale))
     from .. import api
@@ -343,9 +360,10 @@ def lkc_adult(scale: float) -> dict[str, Any]:
         job = dataclasses.replace(base, dataset=dataclasses.replace(base.dataset, source=Source(table=table[-1])))
         t0 = time.perf_counter()
         result = api.run(con, job)
-        seconds = time.perf_counter() - t0
+        seconds, peak = time.perf_counter() - t0, peak_rss_mb()
         return {"seconds": seconds, "rows": alpha * 45_222, "verified": result.verified,
-                "specializations": result.facts.get("specializations"), "release": release_digest(con, job)}
+                "specializations": result.facts.get("specializations"), "release": release_digest(con, job),
+                "peak_rss_mb": peak}
 
 
 @case("verify_lkc", data=_synthetic)
@@ -410,7 +428,8 @@ def _artuc_figures(out: dict[str, Any]) -> dict[str, Any]:
     f = out["facts"]
     return {"seconds": out["seconds"], "rows": f["published_records"], "verified": out["verified"],
             "ncp": round(f["ncp"], 4), "ul": round(f["ul"], 4), "suppressed_codes": f["suppressed_codes"],
-            "clusters": f["clusters"], "merges": f["merges"], "release": out["release"]}
+            "clusters": f["clusters"], "merges": f["merges"], "release": out["release"],
+            "peak_rss_mb": out["peak_rss_mb"]}
 
 
 def _ehrd_job(scale: float) -> Job:
