@@ -5,12 +5,12 @@ first, so the case's own call finds the data cached and no repetition pays for g
 in time or in peak RSS."""
 from __future__ import annotations
 
-import time
 import atexit
 import hashlib
 import resource
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 

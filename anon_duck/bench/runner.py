@@ -2,7 +2,7 @@
 
 The cases' data is built first, in one untimed worker (``--prepare``): a repetition that
 generated its data would report the generator's memory as the case's peak RSS (a cold cache
-once doubled ``verify_k_10m_2gb``'s), so a repetition that adds to the data cache is an error."""
+once doubled the 10M-row k-anonymity case's), so a repetition that adds to the data cache is an error."""
 from __future__ import annotations
 
 import json
