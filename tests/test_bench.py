@@ -141,3 +141,18 @@ def test_bench_connections_take_the_memory_limit(monkeypatch):
     with cases.connect() as con:
         shown = con.execute(render("util/current_setting.sql.j2"), {"name": "memory_limit"}).fetchone()[0]
     assert shown == "286.1 MiB"        # DuckDB shows 300 MB in MiB
+
+
+def test_a_case_peak_leaves_out_its_release_digest():
+    """peak_then_digest reads the peak RSS before the digest's export (untimed, without the
+    case's memory_limit): a digest that grows the process by 200 MB does not show in the peak.
+    In a fresh process, whose peak so far is the interpreter's and anon_duck's import."""
+    import subprocess
+    import sys
+    script = ("import resource\nfrom anon_duck.bench import cases\n"
+              "cases.release_digest = lambda con, job: len(b'x' * (200 << 20))\n"
+              "figures = cases.peak_then_digest(None, None)\n"
+              "print(figures['peak_rss_mb'], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    peak, after = map(float, out.split())
+    assert after - peak > 150

@@ -179,16 +179,19 @@ def _run_job(job) -> dict[str, Any]:
         t0 = time.perf_counter()
         result = api.run(con, job)
         seconds = time.perf_counter() - t0
-        peak = peak_rss_mb()
+        figures = peak_then_digest(con, job)
         published = con.execute(render("util/fingerprint.sql.j2", relation=(result.tables[0],))).fetchone()[0]
         return {"seconds": seconds, "verified": result.verified, "facts": result.facts, "published_rows": published,
-                "release": release_digest(con, job), "peak_rss_mb": peak}
+                **figures}
 
 
-def peak_rss_mb() -> float:
-    """This process's peak RSS so far: a case that does untimed work after the measured work
-    (digesting its release) reports the peak the measured work reached, taken here."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_then_digest(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
+    """``peak_rss_mb``, this process's peak RSS so far, then ``release``, the release's digest
+    (:func:`release_digest`), for a case to call right after its measured work: the digest
+    exports the release, untimed and without the case's memory_limit, so the peak must be read
+    before it to be the measured work's."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"peak_rss_mb": peak, "release": release_digest(con, job)}
 
 
 def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
@@ -286,10 +289,8 @@ def longitudinal_d50(scale: float) -> dict[str, Any]:
     from .papers.longitudinal import run
     with connect() as con:
         out = run("D50_pop", 5, max(20, int(27_639 * scale)), con=con)
-        peak = peak_rss_mb()
         return {"seconds": out["seconds"], "rows": out["n"], "verified": out["verified"],
-                "ilm": out["ilm_alg"], "alm": out["alm_alg"], "release": release_digest(con, out["job"]),
-                "peak_rss_mb": peak}
+                "ilm": out["ilm_alg"], "alm": out["alm_alg"], **peak_then_digest(con, out["job"])}
 
 
 def _counterfeit_adult_job(scale: float) -> Job:
@@ -366,10 +367,9 @@ def lkc_adult(scale: float) -> dict[str, Any]:
         job = dataclasses.replace(base, dataset=dataclasses.replace(base.dataset, source=Source(table=table[-1])))
         t0 = time.perf_counter()
         result = api.run(con, job)
-        seconds, peak = time.perf_counter() - t0, peak_rss_mb()
+        seconds = time.perf_counter() - t0
         return {"seconds": seconds, "rows": alpha * 45_222, "verified": result.verified,
-                "specializations": result.facts.get("specializations"), "release": release_digest(con, job),
-                "peak_rss_mb": peak}
+                "specializations": result.facts.get("specializations"), **peak_then_digest(con, job)}
 
 
 @case("verify_lkc", data=_synthetic)
