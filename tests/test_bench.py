@@ -141,3 +141,18 @@ def test_bench_connections_take_the_memory_limit(monkeypatch):
     with cases.connect() as con:
         shown = con.execute(render("util/current_setting.sql.j2"), {"name": "memory_limit"}).fetchone()[0]
     assert shown == "286.1 MiB"        # DuckDB shows 300 MB in MiB
+
+
+def test_a_case_peak_leaves_out_its_release_digest(monkeypatch):
+    """peak_then_digest reads the peak RSS before the digest's export (untimed, without the
+    case's memory_limit), so the digest cannot show in the peak. (Measuring a real peak in a
+    child process would not do: Linux carries the forking process's peak into the child's.)"""
+    import resource
+    from types import SimpleNamespace
+
+    from anon_duck.bench import cases
+    calls = []
+    monkeypatch.setattr(resource, "getrusage", lambda who: calls.append("peak") or SimpleNamespace(ru_maxrss=2048))
+    monkeypatch.setattr(cases, "release_digest", lambda con, job: calls.append("digest") or "d")
+    assert cases.peak_then_digest(None, None) == {"peak_rss_mb": 2.0, "release": "d"}
+    assert calls == ["peak", "digest"]

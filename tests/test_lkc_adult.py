@@ -104,7 +104,8 @@ def test_blow_up_is_seeded_and_keeps_each_record_a_variation():
     with distinct ids; copy 0 is the source; a variation keeps its record's class and
     sensitive value and gives each QID, with probability 0.2, a value drawn uniformly from the
     QID's observed domain, so a QID cell differs from the original with probability
-    0.2 · (1 − 1/|domain|). The same seed gives the same rows, another seed other rows."""
+    0.2 · (1 − 1/|domain|). The same seed gives the same rows, another seed other rows, and a
+    table of the database (the bench's lkc_adult) the scratch table's rows."""
     con = duckdb.connect()
     backend = DuckDBBackend(con)
     job = load_job(SMALL)
@@ -114,6 +115,9 @@ def test_blow_up_is_seeded_and_keeps_each_record_a_variation():
     first = table_fingerprint(con, "_ad_adult_big")
     blow_up(backend, job, alpha)
     assert table_fingerprint(con, "_ad_adult_big") == first
+    assert blow_up(backend, job, alpha, target=("main", "adult_big")) == ("main", "adult_big")
+    assert table_fingerprint(con, "adult_big") == first
+    assert con.execute("SELECT temporary FROM duckdb_tables() WHERE table_name = 'adult_big'").fetchall() == [(False,)]
     blow_up(backend, job, alpha, seed=1)
     assert table_fingerprint(con, "_ad_adult_big") != first
     rows, ids = con.execute("SELECT count(*), count(DISTINCT id) FROM _ad_adult_big").fetchone()

@@ -41,6 +41,40 @@ def test_chunks_give_the_one_statement_order(con, monkeypatch):
     assert _stored(con, "empty") == [] and [r[0] for r in con.execute("DESCRIBE empty").fetchall()] == ["a", "b", "c"]
 
 
+def test_a_table_below_one_budget_is_one_statement(con, monkeypatch):
+    """The one statement digests each row once; the chunks' keys digest it, sort the digests and
+    join them back. A table whose row text (release/row_bytes) is below the budget, the one
+    chunk release/order_keys would make of it, is copied by the one statement; at the budget
+    itself the last digest starts a second chunk, and the chunks run."""
+    con.execute("CREATE TABLE src AS SELECT i % 50 AS a, repeat('x', i % 50) AS b FROM range(300) r(i)")
+    backend = DuckDBBackend(con)
+    columns = list(backend.columns("columns", ("main", "src")).items())
+    total = backend.scalar("bytes", render("release/row_bytes.sql.j2", source=("main", "src"), columns=columns))
+    copies = {}
+    for budget in (total, total + 1):
+        monkeypatch.setattr(DuckDBBackend, "sort_budget", lambda self, b=budget: b)
+        backend = DuckDBBackend(con)
+        api._copy_in_order(backend, "copy", ("main", f"copy_{budget}"), ("main", "src"), True, 7)
+        copies[budget] = [stage for stage, _ in backend.trace if stage.startswith("copy")]
+    assert copies[total][-4:] == ["copy: chunks", "copy: chunk 1/2", "copy: chunk 2/2", "copy: drop keys"]
+    assert copies[total + 1] == ["copy: columns", "copy: bytes", "copy"]
+    assert _stored(con, f"copy_{total}") == _stored(con, f"copy_{total + 1}")
+
+
+def test_toy_below_its_budget_never_chunks(tmp_path, monkeypatch):
+    """ArtUC's toy under a budget above each of its tables is published and exported by one
+    statement per table: the chunked copy is never entered."""
+    def chunked(*args, **kwargs):
+        raise AssertionError("copied in chunks")
+    monkeypatch.setattr(DuckDBBackend, "sort_budget", lambda self: 1 << 20)
+    monkeypatch.setattr(api, "_copy_chunks", chunked)
+    job = anon_duck.load_job(JOBS / "artuc_toy.toml")
+    with duckdb.connect() as con:
+        anon_duck.run(con, job)
+        for target in ("x.csv", "x.duckdb"):
+            assert api.export(con, job, tmp_path / target)
+
+
 @pytest.mark.parametrize("target", ["x.csv", "x", "x.duckdb"])
 def test_export_is_the_same_file_in_chunks(tmp_path, monkeypatch, target):
     """ArtUC's toy release (its tables in chunks, its analyst views in one statement) exported

@@ -10,6 +10,7 @@ import sqlglot
 
 import anon_duck
 import anon_duck.api
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import AnonDuckError
 from anon_duck.job import Settings, load_job
 from anon_duck.sqlrender import ident, lit, qualified, recording, render, template_names
@@ -38,6 +39,13 @@ def renderings(tmp_path_factory):
                     anon_duck.export(con, job, tmp_path_factory.mktemp("export") / target)
         with duckdb.connect() as con:     # [settings] render SET statements
             anon_duck.run(con, dataclasses.replace(load_job(TOY_JOBS[0]), settings=Settings("1GB", 1)))
+        with duckdb.connect() as con, pytest.MonkeyPatch.context() as patch:
+            # a sort budget of a few rows: the toys' tables are below DuckDB's, so only this
+            # publishes and exports in chunks (api._copy_in_order)
+            patch.setattr(DuckDBBackend, "sort_budget", lambda self: 64)
+            toy = load_job(JOBS / "artuc_toy.toml")
+            anon_duck.run(con, toy)
+            anon_duck.export(con, toy, tmp_path_factory.mktemp("export") / "x.csv")
         with duckdb.connect() as con:     # [settings] partition_size renders the partition templates
             toy = load_job(JOBS / "disassociation_toy.toml")
             anon_duck.run(con, dataclasses.replace(toy, settings=Settings(partition_size=6), params={

@@ -9,9 +9,10 @@ from ...scratch import scratch
 from ...sqlrender import render
 
 
-def blow_up(backend: DuckDBBackend, job: Job, alpha: int, seed: int = 2009, p: float = 0.2) -> tuple[str, ...]:
-    """Write the scratch table ``adult_big`` and return its name."""
-    source, target = scratch("adult_src"), scratch("adult_big")
+def blow_up(backend: DuckDBBackend, job: Job, alpha: int, seed: int = 2009, p: float = 0.2, *,
+            target: tuple[str, ...] = scratch("adult_big")) -> tuple[str, ...]:
+    """Write table ``target`` (by default the scratch table ``adult_big``) and return its name."""
+    source = scratch("adult_src")
     backend.run("bench: load", render("inputs/load_file.sql.j2", target=source, format="parquet"),
                 {"path": str(job.dataset.source.path)})
     others = [job.dataset.class_, job.dataset.sensitive]
