@@ -97,6 +97,10 @@ def test_bench_floors_compute_what_the_verifiers_report(tmp_path, monkeypatch):
     from anon_duck.bench.cases import CASES, FLOORS
     monkeypatch.chdir(tmp_path)
     assert FLOORS == {"verify_k_floor": "verify_k", "verify_l_floor": "verify_l", "verify_km_floor": "verify_km",
-                      "verify_lkc_floor": "verify_lkc"}
+                      "verify_kkm_floor": "verify_kkm", "verify_lkc_floor": "verify_lkc"}
     assert CASES["verify_k_floor"](0.001)["value"] == CASES["verify_k"](0.001)["min_class"]
     assert CASES["verify_km_floor"](0.001)["value"] == CASES["verify_km"](0.001)["violations"]
+    # (k, k^m): small classes + rare tokens and token pairs of a class, counted alike
+    kkm = CASES["verify_kkm"](0.004)
+    assert kkm["rows"] == 4_000 and kkm["violations"] > 0
+    assert CASES["verify_kkm_floor"](0.004)["value"] == kkm["violations"]
