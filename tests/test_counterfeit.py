@@ -472,9 +472,17 @@ def test_verifier_catches_broken_releases(con, job_file):
         truthful=("main", "toy_counterfeit_truthful"), k=4, h=0.015,
         domain={"age": (0, 99), "zipcode": (0, 99999)})}["counterfeit_h_ceiling"]
     assert [v["class_id"] for v in ceiling.violations] == [2]
-    # one class_id for two QI tuples
+    # one class_id for every QI tuple: class 1 names them all
     con.execute("CREATE TABLE merged AS SELECT * REPLACE (1 AS class_id) FROM toy_counterfeit_release")
-    assert not _audit(con, job, release=("main", "merged"))["counterfeit_class_ids"].passed
+    n_tuples = con.execute("SELECT count(*) FROM (SELECT DISTINCT age, sex, zipcode FROM merged)").fetchone()[0]
+    merged = _audit(con, job, release=("main", "merged"))["counterfeit_class_ids"]
+    assert n_tuples > 1 and (merged.n_violations, merged.violations) == (1, [{"class_id": 1, "n_tuples": n_tuples}])
+    # one QI tuple under two class_ids (class 2's rows again as class 99): reported under the smaller id
+    con.execute("CREATE TABLE split AS SELECT * FROM toy_counterfeit_release UNION ALL "
+                "SELECT * REPLACE (99 AS class_id) FROM toy_counterfeit_release WHERE class_id = 2")
+    split = _audit(con, job, release=("main", "split"))["counterfeit_class_ids"]
+    assert (split.n_violations, split.violations) == (1, [{"class_id": 2, "n_tuples": 2}])
+    assert _audit(con, job)["counterfeit_class_ids"].passed
 
 
 # ------------------------------------------------------------------------------------------
