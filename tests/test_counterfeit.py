@@ -463,6 +463,14 @@ def test_verifier_catches_broken_releases(con, job_file):
                 "SELECT 2, [1], 'Anemia', 1")
     assert {v["problem"] for v in _audit(con, job, catalog=("main", "twice"))["counterfeit_catalog"].violations} \
         == {"class in two groups"}
+    # a group with two class lists, both naming a class the release lacks: each list's members
+    # are reported (99 twice), and the two lists once
+    con.execute("CREATE TABLE lists AS SELECT * FROM toy_counterfeit_catalog UNION ALL "
+                "SELECT 5, [98, 99], 'Anemia', 1 UNION ALL SELECT 5, [99], 'Flu', 1")
+    lists = _audit(con, job, catalog=("main", "lists"))["counterfeit_catalog"]
+    assert [(v["problem"], v["group_id"], v["class_id"]) for v in lists.violations] == [
+        ("class not in the release", 5, 98), ("class not in the release", 5, 99), ("class not in the release", 5, 99),
+        ("group with two different class lists", 5, None)]
     con.execute("CREATE TABLE empty_catalog AS SELECT * FROM toy_counterfeit_catalog WHERE false")
     bad = _audit(con, job, catalog=("main", "empty_catalog"))["counterfeit_truthfulness"]
     assert bad.violations[0]["sensitive_value"] == "Diabetes" and bad.violations[0]["published"] == 4
