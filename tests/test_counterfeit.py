@@ -463,6 +463,14 @@ def test_verifier_catches_broken_releases(con, job_file):
                 "SELECT 2, [1], 'Anemia', 1")
     assert {v["problem"] for v in _audit(con, job, catalog=("main", "twice"))["counterfeit_catalog"].violations} \
         == {"class in two groups"}
+    # a group with two class lists, both naming a class the release lacks: each list's members
+    # are reported (99 twice), and the two lists once
+    con.execute("CREATE TABLE lists AS SELECT * FROM toy_counterfeit_catalog UNION ALL "
+                "SELECT 5, [98, 99], 'Anemia', 1 UNION ALL SELECT 5, [99], 'Flu', 1")
+    lists = _audit(con, job, catalog=("main", "lists"))["counterfeit_catalog"]
+    assert [(v["problem"], v["group_id"], v["class_id"]) for v in lists.violations] == [
+        ("class not in the release", 5, 98), ("class not in the release", 5, 99), ("class not in the release", 5, 99),
+        ("group with two different class lists", 5, None)]
     con.execute("CREATE TABLE empty_catalog AS SELECT * FROM toy_counterfeit_catalog WHERE false")
     bad = _audit(con, job, catalog=("main", "empty_catalog"))["counterfeit_truthfulness"]
     assert bad.violations[0]["sensitive_value"] == "Diabetes" and bad.violations[0]["published"] == 4
@@ -472,9 +480,17 @@ def test_verifier_catches_broken_releases(con, job_file):
         truthful=("main", "toy_counterfeit_truthful"), k=4, h=0.015,
         domain={"age": (0, 99), "zipcode": (0, 99999)})}["counterfeit_h_ceiling"]
     assert [v["class_id"] for v in ceiling.violations] == [2]
-    # one class_id for two QI tuples
+    # one class_id for every QI tuple: class 1 names them all
     con.execute("CREATE TABLE merged AS SELECT * REPLACE (1 AS class_id) FROM toy_counterfeit_release")
-    assert not _audit(con, job, release=("main", "merged"))["counterfeit_class_ids"].passed
+    n_tuples = con.execute("SELECT count(*) FROM (SELECT DISTINCT age, sex, zipcode FROM merged)").fetchone()[0]
+    merged = _audit(con, job, release=("main", "merged"))["counterfeit_class_ids"]
+    assert n_tuples > 1 and (merged.n_violations, merged.violations) == (1, [{"class_id": 1, "n_tuples": n_tuples}])
+    # one QI tuple under two class_ids (class 2's rows again as class 99): reported under the smaller id
+    con.execute("CREATE TABLE split AS SELECT * FROM toy_counterfeit_release UNION ALL "
+                "SELECT * REPLACE (99 AS class_id) FROM toy_counterfeit_release WHERE class_id = 2")
+    split = _audit(con, job, release=("main", "split"))["counterfeit_class_ids"]
+    assert (split.n_violations, split.violations) == (1, [{"class_id": 2, "n_tuples": 2}])
+    assert _audit(con, job)["counterfeit_class_ids"].passed
 
 
 # ------------------------------------------------------------------------------------------

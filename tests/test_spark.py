@@ -128,6 +128,8 @@ def test_generic_verifiers_and_risk_give_the_same_numbers(spark):
                             group_cols=["cluster_id"])),
         (kkm_anonymity, dict(relation="people", qis=["g"], codes_relation="codes", id_col="pid", code_col="code",
                              k=2, m=2)),
+        (kkm_anonymity, dict(relation="people", qis=["g"], codes_relation="codes", id_col="pid", code_col="code",
+                             k=2, m=3, limit=3)),
     ]
     for check, kwargs in calls:
         a, b = check(db, **kwargs), check(spark, **kwargs)

@@ -1,9 +1,10 @@
-"""The one-pass verifiers (#22): k-anonymity and l-diversity answer verdict, summary, NULL
-check and bounded listing in one statement; k^m and (k, k^m) profile the records in one
-GROUP BY. Counted statements, the same answers as a brute-force count on random tables, and
+"""The one-pass verifiers (#22): k-anonymity, l-diversity and (k, k^m) (up to m = 2) answer
+verdict, summary, NULL check and bounded listing in one statement; k^m profiles the records
+in one GROUP BY. Counted statements, the same answers as a brute-force count on random tables, and
 the bench floors computing the number the verifier reports."""
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter, defaultdict
 
@@ -72,23 +73,95 @@ def test_a_null_is_refused_from_the_same_statement(backend, statements):
     assert statements == ["verify k_anonymity", "verify l_diversity"]
 
 
-def test_set_valued_verifiers_profile_records_once(backend, statements):
+def test_km_profiles_records_once(backend, statements):
     put(backend, "codes", {"id": [1, 1, 2, 2, 3], "code": ["x", "y", "x", "y", "x"]})
-    put(backend, "recs", {"id": [1, 2, 3], "age": ["30", "30", "30"]})
     res = km_anonymity(backend, relation="codes", id_col="id", code_col="code", k=2, m=5)
     assert res.detail == {"n_rows": 5, "n_records": 3, "k": 2, "m": 5}
     assert [v["items"] for v in res.violations] == []          # {x}: 3, {y}: 2, {x, y}: 2 records
     assert len(statements) == 2                                  # record profile + itemsets
-    statements.clear()
-    res = kkm_anonymity(backend, relation="recs", qis=["age"], codes_relation="codes", id_col="id", code_col="code",
-                        k=3, m=2)
-    assert [(v["kind"], v["items"], v["support"]) for v in res.violations] == [("itemset", ["y"], 2),
-                                                                              ("itemset", ["x", "y"], 2)]
-    assert len(statements) == 4   # two record profiles, the violations, the class summary
-    put(backend, "recs", {"id": [1, 1, None], "age": ["30", "30", "30"]})
-    with pytest.raises(InputError, match=r"column 'id' of 'recs' has 1 NULL"):
+
+
+def _kkm_brute(people: dict[int, tuple], codes: dict[int, list], k: int, m: int) -> list[dict]:
+    """Conditions 1 and 2 of seed 000's Definition 1 by enumeration, in the verifier's order
+    (kind, QIs, size, items): classes below k, then the rare itemsets of the other classes."""
+    size = Counter(people.values())
+    support: Counter = Counter()
+    for pid, qi in people.items():
+        if size[qi] >= k:
+            for n in range(1, m + 1):
+                for items in itertools.combinations(sorted(set(codes.get(pid, []))), n):
+                    support[(qi, items)] += 1
+    rows = [("class", qi, 0, (), size[qi], None) for qi in size if size[qi] < k]
+    rows += [("itemset", qi, len(items), items, size[qi], n) for (qi, items), n in support.items() if n < k]
+    return [{"kind": kind, "age": qi[0], "sex": qi[1], "class_size": cls, "size": n_items or None,
+             "items": list(items) if kind == "itemset" else None, "support": sup}
+            for kind, qi, n_items, items, cls, sup in sorted(rows)]
+
+
+KKM_SEEDS = range(16)
+
+
+@pytest.mark.parametrize("seed", KKM_SEEDS)
+def test_kkm_in_one_statement_matches_a_brute_force_check(backend, statements, seed):
+    # records of 0..4 codes in classes of all sizes, k and m from 1 up, the listing cut anywhere:
+    # verdict, count, listed rows in order and class summary equal the enumeration's, from one
+    # statement for m <= 2 (two beyond: the longest record bounds the self-joins)
+    rng = random.Random(seed)
+    people = {pid: (f"a{rng.randrange(2)}", f"s{rng.randrange(3)}") for pid in range(rng.randrange(0, 30))}
+    codes = {pid: rng.sample(["w", "x", "y", "z"], rng.randrange(0, 5)) for pid in people}
+    k, m, limit = rng.randrange(1, 5), rng.randrange(1, 4), rng.randrange(0, 6)
+    put(backend, "recs", {"id": list(people), "age": [q[0] for q in people.values()],
+                          "sex": [q[1] for q in people.values()]})
+    # a code of an id that is no record is ignored; each record's codes once, plus one repeat
+    rows = [(pid, c) for pid, cs in codes.items() for c in cs] + [(10_000, "x")] + \
+        [(pid, cs[0]) for pid, cs in list(codes.items())[:1] if cs]
+    put(backend, "codes", {"id": [r[0] for r in rows], "code": [r[1] for r in rows]})
+    want = _kkm_brute(people, codes, k, m)
+    res = kkm_anonymity(backend, relation="recs", qis=["age", "sex"], codes_relation="codes", id_col="id",
+                        code_col="code", k=k, m=m, limit=limit)
+    assert (res.passed, res.n_violations) == (not want, len(want))
+    assert res.violations == want[:limit]
+    sizes = Counter(people.values())
+    assert res.detail == {"n_records": len(people), "n_classes": len(sizes), "k": k, "m": m,
+                          "min_class_size": min(sizes.values(), default=None),
+                          "max_class_size": max(sizes.values(), default=None)}
+    assert statements == (["verify kkm_anonymity"] if m <= 2 else
+                          ["verify kkm_anonymity: longest record", "verify kkm_anonymity"])
+
+
+def test_kkm_seeds_cover_passing_and_failing_releases():
+    # the seeds above draw passing releases and failing ones of both kinds, for m <= 2 and beyond
+    seen = set()
+    for seed in KKM_SEEDS:
+        rng = random.Random(seed)
+        people = {pid: (f"a{rng.randrange(2)}", f"s{rng.randrange(3)}") for pid in range(rng.randrange(0, 30))}
+        codes = {pid: rng.sample(["w", "x", "y", "z"], rng.randrange(0, 5)) for pid in people}
+        k, m = rng.randrange(1, 5), rng.randrange(1, 4)
+        want = _kkm_brute(people, codes, k, m)
+        seen |= {("pass", m > 2)} if not want else {(v["kind"], m > 2) for v in want}
+    assert {("pass", False), ("class", False), ("itemset", False), ("itemset", True)} <= seen
+
+
+@pytest.mark.parametrize("broken, error", [
+    ({"recs": {"id": [1, 2, None], "age": ["30", None, "30"]}}, r"column 'id' of 'recs' has 1 NULL"),
+    ({"recs": {"id": [1, 2, 3], "age": ["30", None, None]}}, r"column 'age' of 'recs' has 2 NULL"),
+    ({"recs": {"id": [1, 1, 3], "age": ["30", "40", "30"]}}, r"1 duplicate value\(s\) in id column 'id'"),
+    ({"recs": {"id": [1, 1, 1], "age": ["30", "30", "30"]}}, r"2 duplicate value\(s\) in id column 'id'"),
+    ({"codes": {"id": [1, None], "code": ["x", "y"]}}, r"column 'id' of 'codes' has 1 NULL"),
+    ({"codes": {"id": [1, 2], "code": [None, "y"]}}, r"column 'code' of 'codes' has 1 NULL"),
+    # the records are reported before the codes, whatever m
+    ({"recs": {"id": [1, 2, None], "age": ["30"] * 3}, "codes": {"id": [None], "code": [None]}},
+     r"column 'id' of 'recs' has 1 NULL"),
+])
+@pytest.mark.parametrize("m", [2, 3])
+def test_kkm_refuses_nulls_and_duplicate_ids_from_its_statement(backend, broken, error, m):
+    tables = {"recs": {"id": [1, 2, 3], "age": ["30", "30", "30"]}, "codes": {"id": [1, 2], "code": ["x", "y"]},
+              **broken}
+    for name, columns in tables.items():
+        put(backend, name, columns)
+    with pytest.raises(InputError, match=error):
         kkm_anonymity(backend, relation="recs", qis=["age"], codes_relation="codes", id_col="id", code_col="code",
-                      k=3, m=2)
+                      k=1, m=m)
 
 
 def test_bench_floors_compute_what_the_verifiers_report(tmp_path, monkeypatch):
@@ -97,6 +170,10 @@ def test_bench_floors_compute_what_the_verifiers_report(tmp_path, monkeypatch):
     from anon_duck.bench.cases import CASES, FLOORS
     monkeypatch.chdir(tmp_path)
     assert FLOORS == {"verify_k_floor": "verify_k", "verify_l_floor": "verify_l", "verify_km_floor": "verify_km",
-                      "verify_lkc_floor": "verify_lkc"}
+                      "verify_kkm_floor": "verify_kkm", "verify_lkc_floor": "verify_lkc"}
     assert CASES["verify_k_floor"](0.001)["value"] == CASES["verify_k"](0.001)["min_class"]
     assert CASES["verify_km_floor"](0.001)["value"] == CASES["verify_km"](0.001)["violations"]
+    # (k, k^m): small classes + rare tokens and token pairs of a class, counted alike
+    kkm = CASES["verify_kkm"](0.004)
+    assert kkm["rows"] == 4_000 and kkm["violations"] > 0
+    assert CASES["verify_kkm_floor"](0.004)["value"] == kkm["violations"]

@@ -95,12 +95,17 @@ def _file_database() -> duckdb.DuckDBPyConnection:
     return connect(str(Path(folder) / "bench.duckdb"))
 
 
-def _loaded(scale: float, data: Callable[[float], tuple[Path, int]] = _synthetic) -> tuple[duckdb.DuckDBPyConnection, int]:
+def _loaded(scale: float, data: Callable[[float], tuple[Path, int]] = _synthetic, *,
+            records: Callable[[float], tuple[Path, int]] | None = None) -> tuple[duckdb.DuckDBPyConnection, int]:
     """The verifier cases' input as table ``t`` of a database file (:func:`_file_database`): an
-    in-memory table of 10M rows would stay whole in RAM beside the check's own work."""
+    in-memory table of 10M rows would stay whole in RAM beside the check's own work.
+    ``records`` loads a second table ``r`` beside it: the records whose (id, code) rows ``t``
+    holds, for the (k, k^m) cases."""
     path, n = data(scale)
     con = _file_database()
     con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(path)})
+    if records is not None:
+        con.execute(render("bench/load_parquet.sql.j2", target=("r",)), {"path": str(records(scale)[0])})
     return con, n
 
 
@@ -134,10 +139,11 @@ def verify_l(scale: float) -> dict[str, Any]:
     return {"seconds": seconds, "rows": n, "violations": res.n_violations}
 
 
-def _floor(scale: float, template: str, data: Callable[[float], tuple[Path, int]] = _synthetic,
-           **context: Any) -> dict[str, Any]:
-    """Time one hand-written check (``template`` over table ``t`` of ``data``)."""
-    con, n = _loaded(scale, data)
+def _floor(scale: float, template: str, data: Callable[[float], tuple[Path, int]] = _synthetic, *,
+           records: Callable[[float], tuple[Path, int]] | None = None, **context: Any) -> dict[str, Any]:
+    """Time one hand-written check (``template`` over table ``t`` of ``data``, and ``r`` of
+    ``records``: see :func:`_loaded`)."""
+    con, n = _loaded(scale, data, records=records)
     seconds, value = _second_call(lambda: con.execute(render(template, relation=("t",), **context)).fetchone()[0])
     return {"seconds": seconds, "rows": n, "value": value}
 
@@ -419,6 +425,43 @@ def verify_km(scale: float) -> dict[str, Any]:
 def verify_km_floor(scale: float) -> dict[str, Any]:
     """``verify_km``'s floor: rare codes and code pairs (k = 5) counted by one hand-written query."""
     return _floor(scale, "bench/floor_km.sql.j2", _synthetic_codes, id_col="id", code_col="code", k=5)
+
+
+KKM_QIS = ["age", "gender", "region"]
+KKM_MISSES = [5, 10, 15, 30, 40]   # percent of records without token t0 .. t4 (each record holds 4 of the 5)
+
+
+def _kkm_records(scale: float) -> tuple[Path, int]:
+    """250K ArtUC-shaped records at scale 1 (id + generalized age, gender, region; ~20 a class;
+    cached)."""
+    return _cached("synthetic_kkm_records", int(250_000 * scale), "bench/synthetic_kkm_records.sql.j2")
+
+
+def _synthetic_kkm(scale: float) -> tuple[Path, int]:
+    """The (k, k^m) cases' data: :func:`_kkm_records` (built here too) and their 1M (id, token)
+    rows at scale 1 (cached); returns the tokens' file and row count."""
+    _, n_records = _kkm_records(scale)
+    path, _ = _cached("synthetic_kkm_tokens", n_records, "bench/synthetic_kkm_tokens.sql.j2", misses=KKM_MISSES)
+    return path, (len(KKM_MISSES) - 1) * n_records
+
+
+@case("verify_kkm", data=_synthetic_kkm)
+def verify_kkm(scale: float) -> dict[str, Any]:
+    """(k, k^m)-anonymity verifier (k = 5, m = 2) on 250K records × scale and their 1M × scale
+    (id, token) rows."""
+    from ..verifiers import kkm_anonymity
+    con, n = _loaded(scale, _synthetic_kkm, records=_kkm_records)
+    seconds, res = _second_call(lambda: kkm_anonymity(DuckDBBackend(con), relation="r", qis=KKM_QIS,
+                                                      codes_relation="t", id_col="id", code_col="token", k=5, m=2))
+    return {"seconds": seconds, "rows": n, "violations": res.n_violations}
+
+
+@case("verify_kkm_floor", floor_of="verify_kkm", data=_synthetic_kkm)
+def verify_kkm_floor(scale: float) -> dict[str, Any]:
+    """``verify_kkm``'s floor: small classes, rare tokens and rare token pairs of a class (k = 5)
+    counted by one hand-written query."""
+    return _floor(scale, "bench/floor_kkm.sql.j2", _synthetic_kkm, records=_kkm_records, records_relation=("r",),
+                  qis=KKM_QIS, id_col="id", code_col="token", k=5)
 
 
 @case("artuc_informs")

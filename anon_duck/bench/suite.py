@@ -41,7 +41,7 @@ class Step:
 
 
 VERIFIERS = ("verify_k", "verify_k_floor", "verify_l", "verify_l_floor",
-             "verify_km", "verify_km_floor", "verify_lkc", "verify_lkc_floor")
+             "verify_km", "verify_km_floor", "verify_kkm", "verify_kkm_floor", "verify_lkc", "verify_lkc_floor")
 
 PLAN: tuple[Step, ...] = (
     Step("verifiers", "Verifiers vs their floors and vs pycanon (1M rows)",

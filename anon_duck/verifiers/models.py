@@ -9,7 +9,8 @@ the violating rows themselves.
 Every verifier returns a :class:`CheckResult`. ``n_violations`` is the total number of
 violating rows, counted in SQL before ``LIMIT`` (k-anonymity and l-diversity count them in
 the same statement that summarizes the classes and checks NULLs, so a passing release costs
-one aggregation: ``sql/lib/one_pass_verdict.jinja``; the others by a window over the result);
+one aggregation: ``sql/lib/one_pass_verdict.jinja``; (k, k^m) likewise, by a window over its
+violations beside its summary; the others by a window over the result);
 ``violations`` holds the first ``limit`` of them (as ``{column: value}`` dicts, QI values
 under their own column names); ``detail`` holds the summary a reader wants next to a pass
 (e.g. the smallest class).
@@ -180,7 +181,12 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     Violations: ``{"kind", <qi>: value, ..., "class_size", "size", "items", "support"}``
     (``size``/``items``/``support`` are None for ``'class'`` rows). NULL QIs, ids or codes and
     duplicate ids in ``relation`` raise InputError. ``detail``: n_records, n_classes,
-    min_class_size, max_class_size, k, m, and the count of each kind among the reported rows.
+    min_class_size, max_class_size, k, m.
+
+    Up to m = 2 one statement answers everything (verdict, class summary, NULL and duplicate-id
+    checks, the first ``limit`` violations): the records' rows, NULLs and ids are counted off
+    the check's own grouping of the records, the codes' NULLs off their statistics. Beyond
+    m = 2 the longest record is asked first, since the itemset size it bounds shapes the query.
     Reserved keys: ``kind``, ``class_size``, ``size``, ``items``, ``support``.
     """
     name = "kkm_anonymity"
@@ -191,22 +197,28 @@ def kkm_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], c
     if id_col in qis:
         raise InputError(f"{name}: the id column {id_col!r} is also a QI")
     _reserved(name, qis, ("kind", "class_size", "size", "items", "support"))
-    n_rows, n_records, _ = _record_profile(backend, name, relation, id_col, qis)
-    if n_records != n_rows:
-        raise InputError(f"{name}: {n_rows - n_records} duplicate value(s) in id column {id_col!r} of the "
-                         "record relation; it must hold one row per record")
-    m_eff = _itemset_bound(m, _record_profile(backend, name, codes_relation, id_col, [code_col])[2])
+    m_eff = int(m) if int(m) <= 2 else _itemset_bound(m, _longest_record(backend, name, codes_relation, id_col))
     rows = backend.rows(f"verify {name}", render("verify/kkm_anonymity_violations.sql.j2", relation=relation, qis=qis,
                                                  codes_relation=codes_relation, id_col=id_col, code_col=code_col,
                                                  k=int(k), m=m_eff),
                         {"limit": _sql_limit(limit)})
     n = len(qis)
+    head = rows[0]
+    # head: n_rows, n_records, id and QI NULLs, codes' id and code NULLs, n_classes, min, max, then the listing
+    n_rows, n_records = int(head[0]), int(head[1])
+    _raise_on_nulls(name, relation, dict(zip([id_col, *qis], head[2:3 + n])))
+    if n_records != n_rows:
+        raise InputError(f"{name}: {n_rows - n_records} duplicate value(s) in id column {id_col!r} of the "
+                         "record relation; it must hold one row per record")
+    _raise_on_nulls(name, codes_relation, dict(zip([id_col, code_col], head[3 + n:5 + n])))
+    n_classes, lo, hi = head[5 + n:8 + n]
+    listed = [r[8 + n:] for r in rows] if head[-1] is not None else []
     violations = [{"kind": r[0], **_qi_dict(qis, r[1:]), "class_size": r[n + 1], "size": r[n + 2],
                    "items": None if r[n + 2] is None else _items(r, n + 3, r[n + 2]), "support": r[n + 3 + m_eff]}
-                  for r in rows]
-    summary = _class_summary(backend, name, relation, qis, None)
-    summary["n_records"] = summary.pop("n_rows")
-    return _result(name, rows, violations, limit, {**summary, "k": int(k), "m": int(m)})
+                  for r in listed]
+    detail = {"n_records": n_rows, "n_classes": int(n_classes), "min_class_size": lo, "max_class_size": hi,
+              "k": int(k), "m": int(m)}
+    return _result(name, listed, violations, limit, detail)
 
 
 # ------------------------------------------------------------------------------------------
@@ -383,6 +395,14 @@ def _record_profile(backend: Backend, name: str, relation: Relation, id_col: str
     return int(row[0]), int(row[1]), int(row[-1])
 
 
+def _longest_record(backend: Backend, name: str, relation: Relation, id_col: str) -> int:
+    """The most rows of one record of a long relation (one GROUP BY over the id): what bounds the
+    itemsets' size when m > 2, asked before the check because it shapes the check's query. NULLs
+    are left to the check, which reports them."""
+    return int(backend.rows(f"verify {name}: longest record", render(
+        "verify/record_profile.sql.j2", relation=relation, id_col=id_col, columns=[]))[0][-1])
+
+
 def _itemset_bound(m: int, longest: int) -> int:
     """min(m, rows of the largest record): the same check (an itemset cannot have more items
     than its record has rows), without unrolling impossible itemset sizes; the listing holds
@@ -452,17 +472,6 @@ def _counted(name: str, summary: Mapping[str, Any], violations: list[dict[str, A
     facts = {k: v for k, v in summary.items() if k != "n_violations"}
     facts["n_rows"], facts["n_classes"] = int(facts["n_rows"]), int(facts["n_classes"])
     return CheckResult(name, total == 0, total, violations[:max(limit, 0)], {**facts, **detail})
-
-
-def _class_summary(backend: Backend, name: str, relation: Relation, qis: list[str],
-                   sensitive: str | None) -> dict[str, Any]:
-    n_rows, n_classes, lo, hi, min_distinct = backend.rows(
-        f"verify {name}: class summary",
-        render("verify/class_summary.sql.j2", relation=relation, qis=qis, sensitive=sensitive))[0]
-    out = {"n_rows": int(n_rows), "n_classes": int(n_classes), "min_class_size": lo, "max_class_size": hi}
-    if sensitive is not None:
-        out["min_distinct_sensitive"] = min_distinct
-    return out
 
 
 def _result(name: str, rows: list[tuple], violations: list[dict[str, Any]], limit: int,
