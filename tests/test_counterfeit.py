@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anon_duck
+import anon_duck.api  # anon_duck.api.* below: the package loads it lazily (PEP 562)
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InfeasibleError, InputError, JobError
 from anon_duck.inputs import prepare

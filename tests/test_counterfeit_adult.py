@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import anon_duck
+import anon_duck.api  # anon_duck.api.* below: the package loads it lazily (PEP 562)
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.inputs import prepare
 from anon_duck.methods.counterfeit.classes import node_classes

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 import anon_duck
+import anon_duck.api  # anon_duck.api.* below: the package loads it lazily (PEP 562)
 from anon_duck.job import Source, load_job
 from anon_duck.sqlrender import ident
 
