@@ -58,7 +58,7 @@ def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, 
         while True:
             backend.run("partition: split choose", render("partition/split_choose.sql.j2", target=SPLITS,
                                                           paths=PATHS, live=LIVE), {"size": size})
-            n_splits = int(backend.scalar("partition: splits", render("disassociation/count_rows.sql.j2",
+            n_splits = int(backend.scalar("partition: splits", render("util/count_rows.sql.j2",
                                                                         relation=SPLITS)))
             if n_splits == 0:
                 break
