@@ -7,7 +7,9 @@ pulling counts:
   constraints): every group of more than ``partition_size`` persons is split on its most
   frequent code not yet split on, D1 (holders) before D2 (the rest), until no group is larger
   or none can split; the persons are then ordered by their split path, so persons sharing
-  frequent codes stay together.
+  frequent codes stay together. A round reads and rewrites only the persons (integer numbers)
+  of the groups still open and their live pairs: a group of at most ``partition_size`` persons
+  is final and leaves the working tables, and the paths are kept per group, not per person.
 * ``sort`` (artuc, longitudinal): the persons ordered by their quasi-identifiers, then their
   sorted codes or their event sequence, then id, so persons with equal demographics and
   similar codes are neighbours.
@@ -30,7 +32,10 @@ from ..scratch import scratch
 from ..sqlrender import render
 
 FRAGMENTS = scratch("part_fragment")
-PATHS, LIVE, SPLITS = scratch("part_path"), scratch("part_live"), scratch("part_split")
+# the "codes" rule's working tables (sql/partition/split_*.sql.j2)
+PERSONS, GROUPS, MEMBERS = scratch("part_person"), scratch("part_group"), scratch("part_member")
+LIVE, DONE, MOVED = scratch("part_live"), scratch("part_done"), scratch("part_moved")
+SPLITS, PATHS = scratch("part_split"), scratch("part_path")
 
 
 @dataclass(frozen=True)
@@ -53,19 +58,19 @@ def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, 
     rounds = 0
     if split == "codes":
         assert inputs.codes is not None
-        backend.run("partition: split start", render("partition/split_start.sql.j2", paths=PATHS, live=LIVE,
-                                                     person=inputs.person, id=ds.id, codes=inputs.codes))
+        tables = {"persons": PERSONS, "groups": GROUPS, "members": MEMBERS, "live": LIVE, "done": DONE}
+        backend.run("partition: split start", render("partition/split_start.sql.j2", person=inputs.person, id=ds.id,
+                                                     codes=inputs.codes, **tables))
         while True:
             backend.run("partition: split choose", render("partition/split_choose.sql.j2", target=SPLITS,
-                                                          paths=PATHS, live=LIVE), {"size": size})
-            n_splits = int(backend.scalar("partition: splits", render("util/count_rows.sql.j2",
-                                                                        relation=SPLITS)))
-            if n_splits == 0:
+                                                          groups=GROUPS, live=LIVE), {"size": size})
+            if int(backend.scalar("partition: splits", render("util/count_rows.sql.j2", relation=SPLITS))) == 0:
                 break
             rounds += 1
             progress("partition: split", rounds, rounds + 1)
-            backend.run("partition: split apply", render("partition/split_apply.sql.j2", paths=PATHS, live=LIVE,
-                                                         splits=SPLITS))
+            backend.run("partition: split apply", render("partition/split_apply.sql.j2", splits=SPLITS, moved=MOVED,
+                                                         **tables))
+        backend.run("partition: split paths", render("partition/split_paths.sql.j2", target=PATHS, **tables))
     n = inputs.n_rows
     count = max(1, math.ceil(n / size))
     backend.run("partition: fragments", render(
