@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from anon_duck import api
-from anon_duck.errors import JobError
+from anon_duck.errors import InputError, JobError
 from anon_duck.inputs import prepare
 from anon_duck.job import load_job, parse_job
 from anon_duck.jobspec import Settings, Source
@@ -277,3 +277,26 @@ def test_codes_fragments_equal_the_first_rule_on_random_inputs(seed):
             assert got == _horpart_first_splits(codes, size)
             rounds.append(frag.rounds)
     assert rounds[0] > rounds[-2] > 0 == rounds[-1]      # deep trees at size 2, no split of the whole
+
+
+def test_explicit_policy_holds_in_each_fragment_on_the_codes_it_holds(con):
+    """Seed 001's toy with its Fig. 3b constraints (explicit policy), cut in two fragments of 5:
+    each lacks some named codes, which used to stop the run. Each fragment applies the
+    constraints restricted to its codes; the union passes the verifier and a brute-force k^m
+    check of every chunk. A code in no record of the input is still a typo, named before any
+    fragment runs, partitioned or not."""
+    job = _sized(load_job(JOBS / "disassociation_toy.toml"), 6)
+    named = {c for _, codes in job.params["constraints"].items() for c in codes}
+    with api._session(con, job) as backend:
+        frag = fragment(backend, job, prepare(backend, job), 6, "codes", lambda *_: None)
+        held = con.execute(f'SELECT f.fragment, list(DISTINCT c.code) FROM temp.main."{frag.table[2]}" AS f '
+                           'JOIN temp.main._ad_codes AS c ON c.id = f.id GROUP BY f.fragment').fetchall()
+    assert frag.sizes == [5, 5] and all(named - set(codes) for _, codes in held)
+    result = api.run(con, job)
+    assert result.verified and result.facts["partition"]["fragments"] == 2
+    _check_disassociation(con, "toy_dis", 3, 2, 10)
+    typo = job.with_params(constraints={**job.params["constraints"], "u6": ["999.99", "480.1x"]})
+    for size in (6, None):
+        with pytest.raises(InputError, match=r"2 code\(s\) occur in no record, e\.g\. '999\.99' "
+                                             r"\(method\.constraints\.u6\), '480\.1x'"):
+            api.run(duckdb.connect(), _sized(typo, size) if size else typo)

@@ -51,6 +51,8 @@ def anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, params
     if size is None:
         return method.anonymize(backend, job, inputs, params, progress)
     partitioning: Partitioning = method.partitioning    # check() refused a method without one
+    if partitioning.check is not None:
+        partitioning.check(backend, job, inputs, params)
     fragments = fragment(backend, job, inputs, size, partitioning.split, progress)
     if fragments.count == 1:
         staged = method.anonymize(backend, job, inputs, params, progress)

@@ -134,7 +134,7 @@ def _run_fragment(task: _Task, rows: Any) -> Any:
             tables[role] = scratch(role)
             backend.load_file(f"partition: {role} of fragment {f}", tables[role], str(source / "*.parquet"),
                               "parquet", [])
-        inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"))
+        inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"), fragment=True)
         method = get_method(task.job.method)
         try:
             staged = method.anonymize(backend, task.job, inputs, task.params, lambda *_: None)

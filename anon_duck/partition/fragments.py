@@ -98,4 +98,4 @@ def restrict(backend: Backend, job: Job, inputs: Inputs, fragments: Fragments, f
     person = rows(inputs.person, "input", job.dataset.id)
     assert person is not None
     return Inputs(person, fragments.sizes[f], rows(inputs.codes, "codes", "id"), rows(inputs.events, "events", "id"),
-                  inputs.coverage)
+                  inputs.coverage, fragment=True)
