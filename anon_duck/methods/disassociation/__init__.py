@@ -80,7 +80,7 @@ class Disassociation:
         {"records": "sum", "horpart_clusters": "sum", "clusters": "sum", "min_cluster": "min", "max_cluster": "max",
          "record_chunks": "sum", "shared_chunks": "sum", "joint_clusters": "sum", "refine_passes": "max",
          "item_chunk_codes": "sum", "codes_suppressed": "sum"},
-        check_constraint_codes)
+        check=check_constraint_codes)
 
     def check_params(self, job: Job) -> DisParams:
         return check_params(job)
