@@ -66,7 +66,7 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
             tagged = scratch(f"part_tagged_{role}")
             backend.run(f"partition: rows of {role}", render(
                 "partition/tagged_rows.sql.j2", target=tagged, relation=relation, id=id_column,
-                fragments=fragments.table))
+                fragments=fragments.table, ordered=False))
             rows = spark.table(tagged[-1])
             rows.write.partitionBy("_fragment").parquet(str(folder / role))
             rows.drop("_fragment").limit(0).coalesce(1).write.parquet(str(folder / "empty" / role))
