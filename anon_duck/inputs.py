@@ -33,6 +33,9 @@ class Inputs:
     codes: tuple[str, ...] | None = None    # (id VARCHAR, code VARCHAR), distinct pairs
     events: tuple[str, ...] | None = None   # (id VARCHAR, position INTEGER, code VARCHAR, age INTEGER)
     coverage: list[dict] = field(default_factory=list)  # per checked column: values missing from its hierarchy
+    # one fragment of a partitioned run (docs/scale.md): what the job names may occur in the
+    # input but not here, and was checked on the whole input before the cut
+    fragment: bool = False
 
 
 def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from anon_duck import api
-from anon_duck.errors import JobError
+from anon_duck.errors import InputError, JobError
 from anon_duck.inputs import prepare
 from anon_duck.job import load_job, parse_job
 from anon_duck.jobspec import Settings, Source
@@ -219,3 +219,84 @@ def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(c
     refused = _run_fragment(task, pd.DataFrame({"fragment": [1]}))
     assert refused["error"][0] == ("InputError: method.k = 3 is larger than the number of records (persons) (2); "
                                    "no release can be 3-anonymous")
+
+
+def _horpart_first_splits(codes, size):
+    """The ``codes`` rule as first written (one path per person, rewritten every round), in
+    pure Python: the reference the rounds in SQL must reproduce exactly. Every group of more
+    than ``size`` persons splits on its most frequent live code (ties: the smallest), holders
+    to path + '0' (that code leaves their live codes), the rest to path + '1'; the persons are
+    ordered by (path, id) and cut into ceil(n / size) runs."""
+    paths, live = dict.fromkeys(codes, ""), {p: set(cs) for p, cs in codes.items()}
+    while True:
+        groups = defaultdict(list)
+        for p, path in paths.items():
+            groups[path].append(p)
+        splits = {}
+        for path, persons in groups.items():
+            support = Counter(c for p in persons for c in live[p])
+            if len(persons) > size and support:
+                splits[path] = min(support, key=lambda c: (-support[c], c))
+        if not splits:
+            break
+        for path, code in splits.items():
+            for p in groups[path]:
+                paths[p] = path + ("0" if code in live[p] else "1")
+                live[p].discard(code)
+    order = sorted(paths, key=lambda p: (paths[p], p))
+    count = -(-len(order) // size)
+    return {p: rank * count // len(order) for rank, p in enumerate(order)}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_codes_fragments_equal_the_first_rule_on_random_inputs(seed):
+    """Random persons (some without codes, many identical ones, a code everyone in a group may
+    hold, frequency ties) at sizes from 2 to the whole input: the fragment of every person is
+    the one the first rule gives, so the rounds' rewrite changed no release."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(40, 160))
+    weights = rng.permutation(1 / np.arange(1, 9))
+    codes = {f"p{i:03d}": set() if rng.random() < 0.1 else
+             {f"c{c}" for c in rng.choice(8, size=rng.integers(1, 5), replace=False, p=weights / weights.sum())}
+             for i in range(n)}
+    for i in range(n // 4):                       # copies: groups that run out of codes to split on
+        codes[f"q{i:03d}"] = set(codes[f"p{i % 5:03d}"])
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people(pid VARCHAR)")
+    con.executemany("INSERT INTO people VALUES (?)", [(p,) for p in codes])
+    con.execute("CREATE TABLE visits(pid VARCHAR, code VARCHAR)")
+    con.executemany("INSERT INTO visits VALUES (?, ?)", [(p, c) for p, cs in codes.items() for c in cs])
+    job = parse_job('[input]\nid = "pid"\ntable = "people"\n[input.codes]\ntable = "visits"\nid = "pid"\n'
+                    'code = "code"\n[method]\nname = "disassociation"\nk = 1\nm = 2\n[release]\nname = "dis"\n')
+    rounds = []
+    with api._session(con, job) as backend:
+        inputs = prepare(backend, job)
+        for size in (2, 3, 7, 20, len(codes) // 2, len(codes)):
+            frag = fragment(backend, job, inputs, size, "codes", lambda *_: None)
+            got = dict(con.execute(f'SELECT id, fragment FROM temp.main."{frag.table[2]}"').fetchall())
+            assert got == _horpart_first_splits(codes, size)
+            rounds.append(frag.rounds)
+    assert rounds[0] > rounds[-2] > 0 == rounds[-1]      # deep trees at size 2, no split of the whole
+
+
+def test_explicit_policy_holds_in_each_fragment_on_the_codes_it_holds(con):
+    """Seed 001's toy with its Fig. 3b constraints (explicit policy), cut in two fragments of 5:
+    each lacks some named codes, which used to stop the run. Each fragment applies the
+    constraints restricted to its codes; the union passes the verifier and a brute-force k^m
+    check of every chunk. A code in no record of the input is still a typo, named before any
+    fragment runs, partitioned or not."""
+    job = _sized(load_job(JOBS / "disassociation_toy.toml"), 6)
+    named = {c for _, codes in job.params["constraints"].items() for c in codes}
+    with api._session(con, job) as backend:
+        frag = fragment(backend, job, prepare(backend, job), 6, "codes", lambda *_: None)
+        held = con.execute(f'SELECT f.fragment, list(DISTINCT c.code) FROM temp.main."{frag.table[2]}" AS f '
+                           'JOIN temp.main._ad_codes AS c ON c.id = f.id GROUP BY f.fragment').fetchall()
+    assert frag.sizes == [5, 5] and all(named - set(codes) for _, codes in held)
+    result = api.run(con, job)
+    assert result.verified and result.facts["partition"]["fragments"] == 2
+    _check_disassociation(con, "toy_dis", 3, 2, 10)
+    typo = job.with_params(constraints={**job.params["constraints"], "u6": ["999.99", "480.1x"]})
+    for size in (6, None):
+        with pytest.raises(InputError, match=r"2 code\(s\) occur in no record, e\.g\. '999\.99' "
+                                             r"\(method\.constraints\.u6\), '480\.1x'"):
+            api.run(duckdb.connect(), _sized(typo, size) if size else typo)

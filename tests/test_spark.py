@@ -335,9 +335,8 @@ def test_partitioned_runs_in_spark_executors_publish_what_duckdb_publishes(spark
     verifier too, and holds the rows the same partitioned job publishes on DuckDB alone."""
     for job_file, size in (("disassociation_toy.toml", 6), ("artuc_toy.toml", 4)):
         job = load_job(JOBS / job_file).with_release("part_" + job_file.removesuffix(".toml"))
-        # the toy's explicit policy names codes some fragment lacks: its default policy instead
-        job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=size),
-                                  params={k: v for k, v in job.params.items() if k not in ("policy", "constraints")})
+        # the toy's explicit policy names codes some fragment lacks (each keeps those it holds)
+        job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=size))
         on_spark = anon_duck.run(spark.spark, job)
         assert on_spark.verified and on_spark.facts["partition"]["fragments"] == 2
         copied = _copied_to_duckdb(spark, job, on_spark.tables)

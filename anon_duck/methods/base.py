@@ -65,11 +65,14 @@ class Partitioning:
     ids that are numbered inside one fragment (``ids``: id domain -> the (table suffix, column)
     pairs holding it), which the union renumbers so they stay unique and say nothing of the
     fragment, and how the fragments' ``facts`` combine (key -> ``sum``, ``min``, ``max`` or
-    ``mean``; :func:`anon_duck.partition.union.combine_facts`)."""
+    ``mean``; :func:`anon_duck.partition.union.combine_facts`). ``check(backend, job, inputs,
+    params)``, when given, checks on the whole input, before the cut, what a fragment cannot
+    tell (a code the job names occurs in the input, though maybe not in every fragment)."""
 
     split: str
     ids: Mapping[str, tuple[tuple[str, str], ...]]
     facts: Mapping[str, str] = field(default_factory=dict)
+    check: Callable[[Backend, Job, Inputs, Any], None] | None = None
 
 
 @dataclass

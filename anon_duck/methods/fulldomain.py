@@ -118,7 +118,7 @@ class FullDomain:
         out = generalized_report(backend, job, inputs, tables["release"], k=params.k)
         if params.suppression_limit:
             released = int(backend.scalar("report: released rows", render(
-                "disassociation/count_rows.sql.j2", relation=tables["release"])))
+                "util/count_rows.sql.j2", relation=tables["release"])))
             out["suppressed"] = inputs.n_rows - released
         return out
 

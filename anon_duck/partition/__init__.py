@@ -23,7 +23,7 @@ from ..errors import JobError
 from ..inputs import Inputs
 from ..job import Job
 from ..methods.base import Method, Partitioning, Progress, Staged
-from .fragments import Fragments, fragment, restrict
+from .fragments import Fragments, fragment, restrict, tag
 from .union import collect, combine_facts, renumber
 
 
@@ -51,6 +51,8 @@ def anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, params
     if size is None:
         return method.anonymize(backend, job, inputs, params, progress)
     partitioning: Partitioning = method.partitioning    # check() refused a method without one
+    if partitioning.check is not None:
+        partitioning.check(backend, job, inputs, params)
     fragments = fragment(backend, job, inputs, size, partitioning.split, progress)
     if fragments.count == 1:
         staged = method.anonymize(backend, job, inputs, params, progress)
@@ -66,9 +68,10 @@ def _one_after_another(backend: Backend, job: Job, method: Method, partitioning:
     """DuckDB alone: each fragment on the run's connection in turn, its staged tables appended
     to the union before the next fragment's run replaces them."""
     facts, tables = [], []
+    tagged = tag(backend, job, inputs, fragments)
     for f in range(fragments.count):
         progress("partition: fragments", f, fragments.count)
-        staged = method.anonymize(backend, job, restrict(backend, job, inputs, fragments, f), params, _quiet)
+        staged = method.anonymize(backend, job, restrict(backend, inputs, tagged, fragments, f), params, _quiet)
         collect(backend, staged.tables, f)
         facts.append(staged.facts)
         tables = staged.tables

@@ -66,7 +66,7 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
             tagged = scratch(f"part_tagged_{role}")
             backend.run(f"partition: rows of {role}", render(
                 "partition/tagged_rows.sql.j2", target=tagged, relation=relation, id=id_column,
-                fragments=fragments.table))
+                fragments=fragments.table, ordered=False))
             rows = spark.table(tagged[-1])
             rows.write.partitionBy("_fragment").parquet(str(folder / role))
             rows.drop("_fragment").limit(0).coalesce(1).write.parquet(str(folder / "empty" / role))
@@ -134,7 +134,7 @@ def _run_fragment(task: _Task, rows: Any) -> Any:
             tables[role] = scratch(role)
             backend.load_file(f"partition: {role} of fragment {f}", tables[role], str(source / "*.parquet"),
                               "parquet", [])
-        inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"))
+        inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"), fragment=True)
         method = get_method(task.job.method)
         try:
             staged = method.anonymize(backend, task.job, inputs, task.params, lambda *_: None)

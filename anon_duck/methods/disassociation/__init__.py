@@ -32,7 +32,7 @@ from .chunks import cluster_masks, refine, vertical_partitioning
 from .encoding import Records, encode
 from .horpart import horpart, merge_small
 from .params import DisParams, check_params
-from .policy import Policy, build_policy
+from .policy import Policy, build_policy, check_constraint_codes
 from .release import Structure, stage
 from .report import disassociation_report
 
@@ -79,7 +79,8 @@ class Disassociation:
          "joint": (("clusters", "joint_id"),)},
         {"records": "sum", "horpart_clusters": "sum", "clusters": "sum", "min_cluster": "min", "max_cluster": "max",
          "record_chunks": "sum", "shared_chunks": "sum", "joint_clusters": "sum", "refine_passes": "max",
-         "item_chunk_codes": "sum", "codes_suppressed": "sum"})
+         "item_chunk_codes": "sum", "codes_suppressed": "sum"},
+        check=check_constraint_codes)
 
     def check_params(self, job: Job) -> DisParams:
         return check_params(job)
@@ -88,7 +89,7 @@ class Disassociation:
         assert inputs.codes is not None   # check_params required the codes role
         rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
         check_k(params.k, rec.n, "records (persons)")
-        policy = build_policy(backend, job, params, rec)
+        policy = build_policy(backend, job, params, rec, fragment=inputs.fragment)
         structure, facts = disassociate(rec, policy, params, progress)
         return Staged(stage(backend, structure, job.release.seed), facts)
 

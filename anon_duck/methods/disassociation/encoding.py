@@ -46,7 +46,7 @@ def encode(backend: Backend, person: tuple[str, ...], id_col: str, codes: tuple[
         "disassociation/encode_codes.sql.j2", target=CODE, codes=codes))
     backend.run("disassociation: pairs", render(
         "disassociation/encode_pairs.sql.j2", target=PAIR, codes=codes, record=RECORD, code=CODE))
-    n = int(backend.scalar("disassociation: records", render("disassociation/count_rows.sql.j2", relation=RECORD)))
+    n = int(backend.scalar("disassociation: records", render("util/count_rows.sql.j2", relation=RECORD)))
     dictionary = backend.fetch("disassociation: code dictionary", render(
         "disassociation/code_dictionary.sql.j2", code=CODE))
     pairs = backend.fetch("disassociation: pairs", render("disassociation/pairs.sql.j2", pair=PAIR))

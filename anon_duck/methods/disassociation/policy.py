@@ -23,6 +23,7 @@ import numpy as np
 from ...backend.base import Backend
 from ...errors import InputError
 from ...hierarchy import CLOSURE, NODES
+from ...inputs import Inputs
 from ...job import Job
 from ...sqlrender import render
 from .encoding import CODE, PAIR, Records
@@ -49,11 +50,13 @@ class Policy:
         return len(self.names)
 
 
-def build_policy(backend: Backend, job: Job, params: PolicyParams, rec: Records) -> Policy:
+def build_policy(backend: Backend, job: Job, params: PolicyParams, rec: Records, *, fragment: bool = False) -> Policy:
+    """The policy over the codes of ``rec``; ``fragment``: ``rec`` is one fragment of a
+    partitioned run (:func:`_explicit`)."""
     if params.policy == "none":
         return Policy(np.full(rec.n_codes, -1, dtype=np.int64), [])
     if params.policy == "explicit":
-        return _explicit(params, rec)
+        return _explicit(params, rec, fragment)
     if params.policy in _LEVEL_DEPTH:
         g = backend.fetch(f"disassociation: policy {params.policy}", render(
             "disassociation/policy_level.sql.j2", code=CODE, closure=CLOSURE, node=NODES),
@@ -66,7 +69,14 @@ def build_policy(backend: Backend, job: Job, params: PolicyParams, rec: Records)
     return _frequent_itemsets(backend, rec, params.sup_percent)
 
 
-def _explicit(params: PolicyParams, rec: Records) -> Policy:
+def _explicit(params: PolicyParams, rec: Records, fragment: bool) -> Policy:
+    """The job's constraints over the codes of ``rec``. A named code that no record holds is
+    a typo, unless ``rec`` is one fragment of a partitioned run: the code was then found in the
+    whole input (:func:`check_constraint_codes`, before the cut), and each constraint keeps
+    the codes the fragment holds. That is the policy the method applies on the fragment
+    anyway: HORPART picks among the partition's codes (Fig. 8 line 5: (T \\ ignore) ∩ T_U),
+    VERPART among the cluster's codes of support >= k, and its drop rule (lines 15-17) reads
+    only codes still in ``remain``, so a code absent from the fragment never takes part."""
     index = rec.index_of()
     constraint_of = np.full(rec.n_codes, -1, dtype=np.int64)
     unknown = []
@@ -75,11 +85,30 @@ def _explicit(params: PolicyParams, rec: Records) -> Policy:
             if c in index:
                 constraint_of[index[c]] = u
             else:
-                unknown.append(f"{c!r} (method.constraints.{uid})")
-    if unknown:
-        raise InputError(f"method.constraints: {len(unknown)} code(s) occur in no record, e.g. "
-                         f"{', '.join(unknown[:5])}; a utility constraint is a set of codes of the data")
+                unknown.append((uid, c))
+    if unknown and not fragment:
+        raise _unknown_codes(unknown)
     return Policy(constraint_of, [uid for uid, _ in params.constraints])
+
+
+def check_constraint_codes(backend: Backend, job: Job, inputs: Inputs, params: PolicyParams) -> None:
+    """Before a partitioned run is cut: every code an explicit policy names occurs in the
+    whole input (a fragment alone cannot tell a typo from a code held elsewhere), in SQL, so
+    the input's codes never come into Python."""
+    if params.policy != "explicit":
+        return
+    rows = backend.rows("disassociation: constraint codes", render(
+        "disassociation/unknown_constraint_codes.sql.j2", codes=inputs.codes,
+        named=[(uid, c) for uid, codes in params.constraints for c in codes]))
+    if rows:
+        raise _unknown_codes([(uid, c) for uid, c in rows])
+
+
+def _unknown_codes(unknown: list[tuple[str, str]]) -> InputError:
+    """The error of named codes found in no record: (constraint id, code) pairs, in the job's order."""
+    return InputError(f"method.constraints: {len(unknown)} code(s) occur in no record, e.g. "
+                      + ", ".join(f"{c!r} (method.constraints.{uid})" for uid, c in unknown[:5])
+                      + "; a utility constraint is a set of codes of the data")
 
 
 def _from_groups(rec: Records, cid: np.ndarray, group: np.ndarray) -> Policy:
