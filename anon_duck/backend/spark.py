@@ -45,13 +45,14 @@ SCRATCH_CATALOG = "temp"
 DEFAULT_SCHEMA = "main"
 
 
-def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
+def spark_session(warehouse: str | Path, *, master: str | None = None, config: Mapping[str, str] | None = None) -> Any:
     """A SparkSession whose warehouse (where releases are published as tables) is the folder
     ``warehouse``: ``local[*]`` unless ``master`` (or the standard Spark configuration, e.g.
     ``spark-submit --master``) says otherwise. The table catalog is a Derby metastore inside
     the warehouse folder, so a release published by one process (``anon-duck run``) is found
     by the next (``anon-duck verify``), as a DuckDB file's tables are. Fails with a sentence
-    naming what to install when pyspark or Java is missing.
+    naming what to install when pyspark or Java is missing. ``config`` adds Spark settings read
+    when the session starts (``spark.driver.memory``: the benchmark's sessions fix it).
 
     A process has one SparkSession: when one is running already it is returned as it is."""
     try:
@@ -69,6 +70,8 @@ def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
                        f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true")
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
                .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
     if master or not os.environ.get("SPARK_HOME"):
         master = master or "local[*]"
         builder = builder.master(master)
