@@ -16,8 +16,8 @@ from anon_duck.bench.proctree import TreeSampler
 ALLOCATE = "import time; b = bytearray({mb} << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep({hold})"
 
 
-def _role(pid: int, name: str) -> str:
-    return "self" if pid == os.getpid() else "child"
+def _role(pid: int, name: str, parent: str | None) -> str:
+    return "self" if parent is None else "child"
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the sampler reads /proc (Linux)")

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-Role = Callable[[int, str], str]
-"""(pid, command name) -> the role a process's memory is reported under."""
+Role = Callable[[int, str, "str | None"], str]
+"""(pid, command name, the parent's role or None for the root) -> the role a process's memory
+is reported under (a Python process started by the JVM is a worker; one started by a launcher
+script is not)."""
 
 
 @dataclass
@@ -63,12 +65,13 @@ class TreeSampler:
 
     def sample(self) -> None:
         sums: dict[str, float] = {}
-        for pid in _tree(self.root):
+        roles: dict[int, str] = {}
+        for pid, parent in _tree(self.root):
             status = _status(pid)
             if status is None:          # gone between the walk and the read
                 continue
             name, rss, hwm = status
-            role = self.role(pid, name)
+            role = roles[pid] = self.role(pid, name, roles.get(parent))
             peaks = self.roles.setdefault(role, RolePeaks())
             peaks.max_mb = max(peaks.max_mb, hwm, rss)
             peaks.processes.add(pid)
@@ -78,15 +81,17 @@ class TreeSampler:
         self.total_mb = max(self.total_mb, sum(sums.values()))
 
 
-def _tree(root: int) -> list[int]:
-    """``root`` and its live descendants, from the kernel's per-thread children lists."""
-    found, todo = [], [root]
+def _tree(root: int) -> list[tuple[int, int | None]]:
+    """``root`` and its live descendants as (pid, parent pid), every parent before its children,
+    from the kernel's per-thread children lists."""
+    found: list[tuple[int, int | None]] = []
+    todo: list[tuple[int, int | None]] = [(root, None)]
     while todo:
-        pid = todo.pop()
-        found.append(pid)
+        pid, parent = todo.pop()
+        found.append((pid, parent))
         try:
             for task in Path(f"/proc/{pid}/task").iterdir():
-                todo.extend(int(c) for c in (task / "children").read_text().split())
+                todo.extend((int(c), pid) for c in (task / "children").read_text().split())
         except OSError:
             continue
     return found

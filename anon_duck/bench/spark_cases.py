@@ -76,13 +76,15 @@ def _session() -> tuple[Any, float]:
     return spark, time.perf_counter() - t0
 
 
-def _role(pid: int, name: str) -> str:
-    """Which part of a Spark case a process of the bench worker's tree is."""
-    if pid == os.getpid():
+def _role(pid: int, name: str, parent: str | None) -> str:
+    """Which part of a Spark case a process of the bench worker's tree is: the Python workers
+    are the JVM's Python descendants (its daemon and the workers it forks); the launcher's
+    short-lived processes (``spark-submit`` runs a shell and a Python helper) are other."""
+    if parent is None:
         return "py_driver"
     if name == "java":
         return "jvm"
-    return "py_workers" if name.startswith("python") else "other"
+    return "py_workers" if parent in ("jvm", "py_workers") and name.startswith("python") else "other"
 
 
 class _Measured:
