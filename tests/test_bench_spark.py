@@ -47,7 +47,8 @@ def test_spark_cases_publish_their_duckdb_twins_release(tmp_path, monkeypatch):
     pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install -e '.[spark]'")
     if not shutil.which("java"):
         pytest.skip("Spark needs Java 17+, and no java is on PATH")
-    from anon_duck.bench import cases
+    from anon_duck.bench import cases, spark_cases      # spark_cases registers the Spark cases
+    assert {"verify_k_spark", "verify_k_spark_floor", "disassociation_bms_part_spark"} <= spark_cases.SPARK
     monkeypatch.chdir(tmp_path)          # the data cache (bench_out/data) is this test's
     scale = 0.01
     cases.PREPARE["verify_k"](scale)
