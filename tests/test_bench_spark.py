@@ -63,3 +63,17 @@ def test_spark_cases_publish_their_duckdb_twins_release(tmp_path, monkeypatch):
     assert on_spark["peak_rss_mb"] >= on_spark["jvm_peak_mb"] + on_spark["py_driver_peak_mb"] * 0.5
     # applyInPandas ran the fragments in Python workers the JVM started
     assert on_spark["py_workers"] >= 1 and on_spark["py_workers_sum_mb"] >= on_spark["py_workers_max_mb"] > 20
+
+
+def test_growth_pairs_each_case_at_1m_with_its_10m_step():
+    """The generated section's growth table: a case of the scale-1 step beside the same case in
+    whichever scale-10 step measured it, and a hint naming the steps until both ran."""
+    from anon_duck.bench.suite import growth_markdown
+    one = {"rows": 1_000_000, "median_s": 2.0, "peak_rss_mb": 400}
+    ten = {"rows": 10_000_000, "median_s": 30.0, "peak_rss_mb": 1_000}
+    results = {"spark_1m": {"cases": {"verify_k_spark": one, "artuc_informs_part": one}},
+               "spark": {"cases": {"verify_k_spark": ten}}}
+    table = growth_markdown(results)
+    assert "| verify_k_spark | 1,000,000 → 10,000,000 | 2.00 → 30.00 | 15.0 | 400 → 1,000 | 2.5 |" in table
+    assert "artuc_informs_part" not in table          # its scale-10 step (spark_part) did not run
+    assert growth_markdown({"spark": results["spark"]}).startswith("(needs `anon-duck bench --suite --steps spark_1m,")
