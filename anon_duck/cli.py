@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("cases", nargs="*", help="case names (default: all)")
     b.add_argument("--scale", type=float, default=1.0, help="data size factor (1 = the sizes the issues name)")
     b.add_argument("--reps", type=_positive_int, default=3, help="repetitions per case")
-    b.add_argument("--quick", action="store_true", help="scale 0.01, one repetition: checks every case completes")
+    b.add_argument("--quick", action="store_true", help="scale 0.01, one repetition: checks every case completes (but the Spark cases)")
     b.add_argument("--out", type=Path, default=Path("bench_out/results.json"), help="JSON output (markdown beside it)")
     b.add_argument("--curve", type=_scales, default=None, metavar="S1,S2,...",
                    help="scaling curve: run the cases at each scale (e.g. 1,2,4,8); PNG plots with the bench extra")
@@ -346,7 +346,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench.runner import curves_markdown, run_cases, run_curves, to_markdown, write, write_curves
+    from .bench.runner import curves_markdown, quick_cases, run_cases, run_curves, to_markdown, write, write_curves
     if args.suite:
         from .bench.suite import run_suite
         suite = run_suite(args.out.parent, steps=args.steps, benchmarks=args.benchmarks, progress=_stderr)
@@ -360,7 +360,8 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"\n(written: {md})")
         return 0
     scale, reps = (0.01, 1) if args.quick else (args.scale, args.reps)
-    report = run_cases(args.cases, scale=scale, reps=reps, progress=_stderr, memory_limit=args.memory_limit)
+    names = args.cases or (quick_cases() if args.quick else ())
+    report = run_cases(names, scale=scale, reps=reps, progress=_stderr, memory_limit=args.memory_limit)
     md = write(report, args.out)
     print(to_markdown(report))
     print(f"\n(written: {args.out}, {md})")

@@ -45,13 +45,14 @@ SCRATCH_CATALOG = "temp"
 DEFAULT_SCHEMA = "main"
 
 
-def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
+def spark_session(warehouse: str | Path, *, master: str | None = None, config: Mapping[str, str] | None = None) -> Any:
     """A SparkSession whose warehouse (where releases are published as tables) is the folder
     ``warehouse``: ``local[*]`` unless ``master`` (or the standard Spark configuration, e.g.
     ``spark-submit --master``) says otherwise. The table catalog is a Derby metastore inside
     the warehouse folder, so a release published by one process (``anon-duck run``) is found
     by the next (``anon-duck verify``), as a DuckDB file's tables are. Fails with a sentence
-    naming what to install when pyspark or Java is missing.
+    naming what to install when pyspark or Java is missing. ``config`` adds Spark settings read
+    when the session starts (``spark.driver.memory``: the benchmark's sessions fix it).
 
     A process has one SparkSession: when one is running already it is returned as it is."""
     try:
@@ -69,6 +70,8 @@ def spark_session(warehouse: str | Path, *, master: str | None = None) -> Any:
                        f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true")
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
                .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
     if master or not os.environ.get("SPARK_HOME"):
         master = master or "local[*]"
         builder = builder.master(master)
@@ -366,7 +369,7 @@ class SparkBackend:
                     df = self.spark.table(_quoted(step.name)).union(df)
                 # a snapshot, as a TEMP table is: Spark re-reads a view by name, so a scratch
                 # table that read one which is later replaced would change with it
-                df.localCheckpoint(eager=True).createOrReplaceTempView(step.name)
+                _snapshot(df).createOrReplaceTempView(step.name)
                 df = None
         self.trace.append((stage, time.perf_counter() - t0))
         return df
@@ -458,6 +461,21 @@ class SparkBackend:
     def scratch_exists(self, name: Sequence[str]) -> bool:
         """A scratch table is a session-local view under its last name part."""
         return bool(self.spark.catalog.tableExists(name[-1]))
+
+
+def _snapshot(df: Any) -> Any:
+    """``df``'s rows checkpointed locally, as a DataFrame that carries no size estimate of the
+    query that made them. Spark's checkpoint keeps the query's estimate, and a join's estimate
+    is the product of its inputs': in a loop that rebuilds a scratch table from itself (the
+    fragmentation rounds of a partitioned disassociation) the estimate's digits double every
+    round, and by the twelfth round of BMS-WebView-1 ×2 planning one statement took minutes of
+    big-integer products. Without the estimate a snapshot is sized by adaptive execution, from
+    its rows, when a query reads it."""
+    from pyspark.sql.classic.dataframe import DataFrame
+    rows = df.localCheckpoint(eager=True)._jdf
+    session = df.sparkSession
+    return DataFrame(session._jsparkSession.internalCreateDataFrame(rows.queryExecution().toRdd(), rows.schema(), False),
+                     session)
 
 
 @contextlib.contextmanager

@@ -212,10 +212,16 @@ def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
     (CSV files: names and bytes, the metadata table left out since it names the version): the
     suite compares it with the digest a target pins, so a speed-up that changed the release
     shows as a changed release rather than as a faster one."""
-    from .. import api
     # DuckDB's default memory_limit: under a 1GB cap its writers fail on ArtUC's 1.6 GB of code-set
     # text (docs/artuc.md, Memory); the digest is untimed and comes after the case's peak RSS
     con.execute(render("util/set_setting.sql.j2", name="memory_limit", value=None))
+    return export_digest(con, job)
+
+
+def export_digest(con: Any, job: Job) -> str:
+    """:func:`release_digest` on any engine's connection (a SparkSession too: ``export`` writes
+    the same files from every engine, so equal digests mean the same release)."""
+    from .. import api
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
         for path in sorted(api.export(con, job, Path(tmp) / "release.csv")):

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import AnonDuckError
 from .cases import CASES, FLOORS, PEERS, PREPARE
 from .load import BUSY, CpuWatch
+from .spark_cases import SPARK
 
 WORKER = [sys.executable, "-m", "anon_duck.bench.worker"]
 
@@ -51,8 +52,8 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print,
         secs = [r["seconds"] for r in runs]
         summary = {k: v for k, v in runs[-1].items()
                    if k not in ("seconds", "peak_rss_mb", "data_built", "other_load", "loadavg")}
-        summary.update(min_s=min(secs), median_s=statistics.median(secs),
-                       peak_rss_mb=max(r["peak_rss_mb"] for r in runs), reps=reps, memory_limit=memory_limit,
+        summary.update({k: max(r[k] for r in runs) for k in PEAKS if k in runs[-1]})
+        summary.update(min_s=min(secs), median_s=statistics.median(secs), reps=reps, memory_limit=memory_limit,
                        other_load=max(r["other_load"] for r in runs), loadavg=max(r["loadavg"] for r in runs))
         if summary.get("rows"):
             summary["rows_per_s"] = summary["rows"] / summary["median_s"] if summary["median_s"] else None
@@ -61,8 +62,16 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print,
               for peer, ours in PEERS.items() if peer in results and ours in results and results[ours]["median_s"]}
     floors = {f"{ours} / {floor}": results[ours]["median_s"] / results[floor]["median_s"]
               for floor, ours in FLOORS.items() if floor in results and ours in results and results[floor]["median_s"]}
+    same = {f"{peer} / {ours}": results[peer]["release"] == results[ours]["release"]
+            for peer, ours in PEERS.items() if "release" in results.get(peer, {}) and "release" in results.get(ours, {})}
     return {"machine": _machine(), "scale": scale, "memory_limit": memory_limit, "cases": results, "ratios": ratios,
-            "floor_ratios": floors}
+            "floor_ratios": floors, "same_release": same}
+
+
+def quick_cases() -> list[str]:
+    """``--quick``'s cases: every registered case but those that start a Spark session (CI has
+    neither the JVM nor the minutes each session's start costs)."""
+    return [n for n in sorted(CASES) if n not in SPARK]
 
 
 def _prepare(names: Sequence[str], scale: float, progress: Callable[[str], None]) -> None:
@@ -75,26 +84,42 @@ def _prepare(names: Sequence[str], scale: float, progress: Callable[[str], None]
         raise AnonDuckError(f"bench: preparing the data of {', '.join(names)} failed:\n{proc.stderr[-2000:]}")
 
 
-SHOWN = ("rows", "min_s", "median_s", "peak_rss_mb", "rows_per_s", "reps", "memory_limit", "other_load", "loadavg")
+# Memory figures of the Spark cases (spark_cases.py): the largest over the repetitions is kept,
+# as for peak_rss_mb, and each gets a column of its own in a table where a case returned it.
+SPARK_COLUMNS = {"session_s": "session s", "jvm_peak_mb": "JVM MB", "py_driver_peak_mb": "Py driver MB",
+                 "py_workers_max_mb": "Py worker max MB", "py_workers_sum_mb": "Py workers sum MB"}
+PEAKS = ("peak_rss_mb", *SPARK_COLUMNS)
+SHOWN = ("rows", "min_s", "median_s", "peak_rss_mb", "rows_per_s", "reps", "memory_limit", "other_load", "loadavg",
+         *SPARK_COLUMNS)
 
 
 def to_markdown(report: dict[str, Any]) -> str:
+    extra = [k for k in SPARK_COLUMNS if any(k in r for r in report["cases"].values())]
     lines = [f"Machine: {report['machine']}; scale {report['scale']:g}; DuckDB memory_limit "
              f"{report.get('memory_limit') or 'default'}.", "",
-             "| case | rows | min s | median s | peak RSS MB | other load | rows/s | figures |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| case | rows | min s | median s | peak RSS MB | " + "".join(f"{SPARK_COLUMNS[k]} | " for k in extra)
+             + "other load | rows/s | figures |", "|---|---|---|---|---|" + "---|" * len(extra) + "---|---|---|"]
     for name, r in report["cases"].items():
         figures = ", ".join(f"{k}={v}" for k, v in r.items() if k not in SHOWN)
         rps = f"{r['rows_per_s']:,.0f}" if r.get("rows_per_s") else "-"
+        cells = "".join(f"{r[k]:g} | " if k in r else "- | " for k in extra)
         lines.append(f"| {name} | {r.get('rows', '-'):,} | {r['min_s']:.3f} | {r['median_s']:.3f} | "
-                     f"{r['peak_rss_mb']:.0f} | {load_cell(r)} | {rps} | {figures} |")
+                     f"{r['peak_rss_mb']:.0f} | {cells}{load_cell(r)} | {rps} | {figures} |")
     if report["ratios"]:
-        lines += ["", "| peer / ours (median time) | ratio |", "|---|---|"]
-        lines += [f"| {k} | {v:.1f}× |" for k, v in report["ratios"].items()]
+        same = report.get("same_release", {})
+        head = ("| peer / ours (median time) | ratio | same release? |", "|---|---|---|") if same else \
+            ("| peer / ours (median time) | ratio |", "|---|---|")
+        lines += ["", *head]
+        lines += [f"| {k} | {v:.1f}× |" + (f" {_same_cell(same.get(k))} |" if same else "")
+                  for k, v in report["ratios"].items()]
     if report.get("floor_ratios"):
         lines += ["", "| ours / floor (median time) | ratio |", "|---|---|"]
         lines += [f"| {k} | {v:.2f}× |" for k, v in report["floor_ratios"].items()]
     return "\n".join(lines)
+
+
+def _same_cell(same: bool | None) -> str:
+    return "-" if same is None else ("**same**" if same else "**DIFFERENT**")
 
 
 def load_cell(r: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from ..errors import AnonDuckError
 from .cases import PEERS
 from .load import BUSY
 from .runner import curves_markdown, load_cell, run_cases, run_curves, to_markdown, write, write_curves
+from .spark_cases import SPARK
 
 MEMORY_LIMIT = "1GB"
 """Every case of the suite runs with DuckDB capped at 1 GB (issue #22: memory follows the
@@ -43,6 +44,15 @@ class Step:
 VERIFIERS = ("verify_k", "verify_k_floor", "verify_l", "verify_l_floor",
              "verify_km", "verify_km_floor", "verify_kkm", "verify_kkm_floor", "verify_lkc", "verify_lkc_floor")
 
+# Issue #19's "scale, measured": each Spark case (local[2]) beside its DuckDB twin on the same data;
+# at scale 1 and 10 for the growth from 1M to 10M rows (BMS-WebView-1 ×2 and ×20, INFORMS-like ×1
+# and ×10). At scale 10 the partitioned methods are a step of their own: their Spark runs take the
+# longest (docs/spark.md), so they can be measured, or left out, apart.
+SPARK_10M = ("verify_k", "verify_k_floor", "verify_k_spark", "verify_k_spark_floor",
+             "fulldomain_adult_big", "fulldomain_adult_big_spark")
+SPARK_PART = ("disassociation_bms_part", "disassociation_bms_part_spark", "artuc_informs_part",
+              "artuc_informs_part_spark")
+
 PLAN: tuple[Step, ...] = (
     Step("verifiers", "Verifiers vs their floors and vs pycanon (1M rows)",
          (*VERIFIERS, "pycanon_k", "pycanon_l"), reps=3),
@@ -60,7 +70,15 @@ PLAN: tuple[Step, ...] = (
     Step("artuc_curve", "ArtUC on INFORMS-like data ×1, ×2", ("artuc_informs_like",), curve=(1, 2)),
     Step("cf_curve", "Counterfeit lattice search scaling curve (Adult ×1…×40)", ("counterfeit_adult",),
          curve=(1, 2, 4, 8, 40)),
+    Step("spark_1m", "Spark local[2] beside DuckDB: 1M rows; partitioned disassociation of BMS-WebView-1 ×2, "
+         "partitioned ArtUC of INFORMS-like ×1", SPARK_10M + SPARK_PART),
+    Step("spark", "Spark local[2] beside DuckDB: 10M rows", SPARK_10M, scale=10),
+    Step("spark_part", "Spark local[2] beside DuckDB: partitioned disassociation of BMS-WebView-1 ×20, partitioned "
+         "ArtUC of INFORMS-like ×10", SPARK_PART, scale=10),
 )
+GROWTH = ("spark_1m", ("spark", "spark_part"))
+"""The step at scale 1 and the steps at scale 10 whose ratios are the growth from 1M to 10M rows
+(:func:`growth_markdown`)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +174,8 @@ def generated_section(results: dict[str, dict[str, Any]]) -> str:
              f"`memory_limit = '{MEMORY_LIMIT}'`; *other load* = cores other programs kept busy during the "
              f"measurement (anon_duck/bench/load.py), marked **busy** above {BUSY}.", "",
              "### Targets", "", targets_markdown(results), "", "### Releases unchanged", "",
-             releases_markdown(results), "", "### Peak memory under the 1 GB cap", "", memory_markdown(results)]
+             releases_markdown(results), "", "### Peak memory under the 1 GB cap", "", memory_markdown(results),
+             "", "### Spark and DuckDB from 1M to 10M rows", "", growth_markdown(results)]
     for step in PLAN:
         result = results.get(step.name)
         body = "(not measured yet: `anon-duck bench --suite --steps " + step.name + "`)" if result is None else (
@@ -216,8 +235,29 @@ def memory_markdown(results: dict[str, dict[str, Any]]) -> str:
             peaks[name] = max(peaks.get(name, 0.0), summary["peak_rss_mb"])
     lines = ["| case | largest peak RSS MB | under 1 GB? |", "|---|---|---|"]
     for name, peak in sorted(peaks.items()):
-        verdict = "peer (not ours)" if name in PEERS else ("yes" if peak <= 1024 else "**no**")
+        verdict = "Spark: the whole process tree (the cap is DuckDB's)" if name in SPARK else \
+            "peer (not ours)" if name in PEERS else ("yes" if peak <= 1024 else "**no**")
         lines.append(f"| {name} | {peak:,.0f} | {verdict} |")
+    return "\n".join(lines)
+
+
+def growth_markdown(results: dict[str, dict[str, Any]]) -> str:
+    """Each case measured in the :data:`GROWTH` step at scale 1 and in one at scale 10: its time
+    and peak RSS at both, and how many times they grew (rows ×10, or ×10 the blow-up factor)."""
+    first, later = GROWTH
+    small = results.get(first)
+    large = {name: r for step in later if step in results for name, r in results[step]["cases"].items()}
+    if small is None or not large:
+        return f"(needs `anon-duck bench --suite --steps {first},{','.join(later)}`)"
+    lines = ["| case | rows | median s | × | peak RSS MB | × |", "|---|---|---|---|---|---|"]
+    for name, big in large.items():
+        little = small["cases"].get(name)
+        if little is None:
+            continue
+        lines.append(f"| {name} | {little['rows']:,} → {big['rows']:,} | {little['median_s']:.2f} → "
+                     f"{big['median_s']:.2f} | {big['median_s'] / little['median_s']:.1f} | "
+                     f"{little['peak_rss_mb']:,.0f} → {big['peak_rss_mb']:,.0f} | "
+                     f"{big['peak_rss_mb'] / little['peak_rss_mb']:.1f} |")
     return "\n".join(lines)
 
 

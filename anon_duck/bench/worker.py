@@ -15,7 +15,7 @@ import json
 import resource
 from pathlib import Path
 
-from . import cases
+from . import cases, spark_cases  # noqa: F401  (spark_cases registers the Spark cases in CASES)
 from .cases import CASES, PREPARE
 from .generators import DATA
 

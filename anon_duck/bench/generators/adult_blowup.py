@@ -15,7 +15,7 @@ def blow_up(backend: DuckDBBackend, job: Job, alpha: int, seed: int = 2009, p: f
     source = scratch("adult_src")
     backend.run("bench: load", render("inputs/load_file.sql.j2", target=source, format="parquet"),
                 {"path": str(job.dataset.source.path)})
-    others = [job.dataset.class_, job.dataset.sensitive]
+    others = [c for c in (job.dataset.class_, job.dataset.sensitive) if c]   # a full-domain job has no sensitive
     backend.run("bench: blow up", render("lkc/blow_up.sql.j2", target=target, relation=source, id="id",
                                          qis=[q.column for q in job.dataset.qis], others=others),
                 {"alpha": alpha, "p": p, "seed": seed})

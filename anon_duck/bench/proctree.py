@@ -1,0 +1,109 @@
+"""Peak memory of a process and everything it started, for the Spark bench cases.
+
+A Spark case's memory is not one process's: the Python driver (the bench worker) starts the
+JVM (driver and executors in one, in local mode), and the JVM starts Python workers for
+``applyInPandas``, which come and go. ``getrusage`` sees only the worker itself (and children
+once they are reaped, which the JVM is not before the case returns). So a :class:`TreeSampler`
+thread walks the tree from ``/proc/<pid>/task/<tid>/children`` every ``interval`` seconds and
+reads each process's ``VmRSS`` (resident now) and ``VmHWM`` (its own peak so far, exact
+whenever it is read): a process's peak is its last ``VmHWM`` read, so one that lives for a
+single sample is still counted at its true peak; the peak of a *sum* (all Python workers at
+once, the whole tree) is the largest sum of ``VmRSS`` over the samples, so a spike shorter than
+the interval can be missed there. Forked Python workers share their parent daemon's pages
+copy-on-write: their sum counts the shared pages once per worker, an upper bound.
+
+Linux only (``/proc``); elsewhere no process is found and every peak stays 0."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+Role = Callable[[int, str, "str | None"], str]
+"""(pid, command name, the parent's role or None for the root) -> the role a process's memory
+is reported under (a Python process started by the JVM is a worker; one started by a launcher
+script is not)."""
+
+
+@dataclass
+class RolePeaks:
+    """One role's peaks in MiB: the largest single process, and the largest sum of the role's
+    processes at one sample."""
+
+    max_mb: float = 0.0
+    sum_mb: float = 0.0
+    processes: set[int] = field(default_factory=set)
+
+
+class TreeSampler:
+    """Samples ``root`` and its descendants until :meth:`stop`; :meth:`peaks` reads the result."""
+
+    def __init__(self, root: int, role: Role, interval: float = 0.1) -> None:
+        self.root, self.role, self.interval = root, role, interval
+        self.roles: dict[str, RolePeaks] = {}
+        self.total_mb = 0.0          # the largest sum of every process of the tree at one sample
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="anon_duck-tree-sampler", daemon=True)
+
+    def start(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, RolePeaks]:
+        """Stop sampling (after one last sample) and return the peaks per role."""
+        self._stop.set()
+        self._thread.join()
+        return self.roles
+
+    def _loop(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(self.interval):
+                self.sample()
+                return
+
+    def sample(self) -> None:
+        sums: dict[str, float] = {}
+        roles: dict[int, str] = {}
+        for pid, parent in _tree(self.root):
+            status = _status(pid)
+            if status is None:          # gone between the walk and the read
+                continue
+            name, rss, hwm = status
+            role = roles[pid] = self.role(pid, name, roles.get(parent))
+            peaks = self.roles.setdefault(role, RolePeaks())
+            peaks.max_mb = max(peaks.max_mb, hwm, rss)
+            peaks.processes.add(pid)
+            sums[role] = sums.get(role, 0.0) + rss
+        for role, total in sums.items():
+            self.roles[role].sum_mb = max(self.roles[role].sum_mb, total)
+        self.total_mb = max(self.total_mb, sum(sums.values()))
+
+
+def _tree(root: int) -> list[tuple[int, int | None]]:
+    """``root`` and its live descendants as (pid, parent pid), every parent before its children,
+    from the kernel's per-thread children lists."""
+    found: list[tuple[int, int | None]] = []
+    todo: list[tuple[int, int | None]] = [(root, None)]
+    while todo:
+        pid, parent = todo.pop()
+        found.append((pid, parent))
+        try:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo.extend((int(c), pid) for c in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
+def _status(pid: int) -> tuple[str, float, float] | None:
+    """(command name, VmRSS MiB, VmHWM MiB) of a live process."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    if "VmRSS" not in fields:           # a zombie has no memory left
+        return None
+    return (fields["Name"].strip(), int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)

@@ -1,0 +1,79 @@
+"""The Spark bench cases (anon_duck/bench/spark_cases.py) and the process-tree memory sampler
+they report with (anon_duck/bench/proctree.py). The numbers themselves are BENCHMARKS.md's;
+here: the sampler finds a child's known allocation, and every Spark case at a toy scale
+publishes a verified release equal, byte for byte, to its DuckDB twin's."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from anon_duck.bench.proctree import TreeSampler
+
+ALLOCATE = "import time; b = bytearray({mb} << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep({hold})"
+
+
+def _role(pid: int, name: str, parent: str | None) -> str:
+    return "self" if parent is None else "child"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the sampler reads /proc (Linux)")
+def test_sampler_counts_children_that_allocate_and_exit():
+    """Two children touch 150 and 300 MiB, the second after the first exited: the largest child
+    is 300 MiB and more (its own peak), the sum at one sample below both together (they never
+    lived at once), and the sampler's own process is apart."""
+    sampler = TreeSampler(os.getpid(), _role, interval=0.05).start()
+    for mb in (150, 300):
+        subprocess.run([sys.executable, "-c", ALLOCATE.format(mb=mb, hold=0.4)], check=True)
+    roles = sampler.stop()
+    child = roles["child"]
+    assert len(child.processes) == 2
+    assert 300 <= child.max_mb < 300 + 100
+    assert 300 <= child.sum_mb < 450
+    assert sampler.total_mb >= child.sum_mb + roles["self"].max_mb * 0.5
+    assert roles["self"].processes == {os.getpid()}
+
+
+@pytest.mark.slow
+def test_spark_cases_publish_their_duckdb_twins_release(tmp_path, monkeypatch):
+    """At a toy scale, in one session: the k-anonymity verifier and its floor agree with DuckDB's,
+    and partitioned disassociation (two fragments, each in an executor) publishes a verified
+    release whose export is the DuckDB twin's, byte for byte; every memory figure is taken. (The
+    full-domain and ArtUC twins take the same path; a Spark session's statements cost seconds
+    each, so they are checked by running the step: docs/spark.md.)"""
+    pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install -e '.[spark]'")
+    if not shutil.which("java"):
+        pytest.skip("Spark needs Java 17+, and no java is on PATH")
+    from anon_duck.bench import cases, spark_cases      # spark_cases registers the Spark cases
+    assert {"verify_k_spark", "verify_k_spark_floor", "disassociation_bms_part_spark"} <= spark_cases.SPARK
+    monkeypatch.chdir(tmp_path)          # the data cache (bench_out/data) is this test's
+    scale = 0.01
+    cases.PREPARE["verify_k"](scale)
+    assert cases.CASES["verify_k_spark"](scale)["violations"] == cases.CASES["verify_k"](scale)["violations"]
+    assert cases.CASES["verify_k_spark_floor"](scale)["value"] == cases.CASES["verify_k_floor"](scale)["value"]
+    on_duckdb = cases.CASES["disassociation_bms_part"](scale)
+    on_spark = cases.CASES["disassociation_bms_part_spark"](scale)
+    assert on_duckdb["verified"] is True and on_spark["verified"] is True
+    assert on_spark["release"] == on_duckdb["release"]
+    assert on_spark["rows"] == on_duckdb["rows"] > 0 and on_spark["fragments"] == on_duckdb["fragments"] == 2
+    assert on_spark["session_s"] > 0 and on_spark["jvm_peak_mb"] > 100 and on_spark["py_driver_peak_mb"] > 50
+    assert on_spark["peak_rss_mb"] >= on_spark["jvm_peak_mb"] + on_spark["py_driver_peak_mb"] * 0.5
+    # applyInPandas ran the fragments in Python workers the JVM started
+    assert on_spark["py_workers"] >= 1 and on_spark["py_workers_sum_mb"] >= on_spark["py_workers_max_mb"] > 20
+
+
+def test_growth_pairs_each_case_at_1m_with_its_10m_step():
+    """The generated section's growth table: a case of the scale-1 step beside the same case in
+    whichever scale-10 step measured it, and a hint naming the steps until both ran."""
+    from anon_duck.bench.suite import growth_markdown
+    one = {"rows": 1_000_000, "median_s": 2.0, "peak_rss_mb": 400}
+    ten = {"rows": 10_000_000, "median_s": 30.0, "peak_rss_mb": 1_000}
+    results = {"spark_1m": {"cases": {"verify_k_spark": one, "artuc_informs_part": one}},
+               "spark": {"cases": {"verify_k_spark": ten}}}
+    table = growth_markdown(results)
+    assert "| verify_k_spark | 1,000,000 → 10,000,000 | 2.00 → 30.00 | 15.0 | 400 → 1,000 | 2.5 |" in table
+    assert "artuc_informs_part" not in table          # its scale-10 step (spark_part) did not run
+    assert growth_markdown({"spark": results["spark"]}).startswith("(needs `anon-duck bench --suite --steps spark_1m,")
