@@ -17,7 +17,11 @@ ALLOCATE = "import time; b = bytearray({mb} << 20); b[::4096] = b'x' * len(b[::4
 
 
 def _role(pid: int, name: str, parent: str | None) -> str:
-    return "self" if parent is None else "child"
+    """The test's own Python children; anything else under this process (a Spark JVM another
+    test of this worker started, and its Python daemon) is "other"."""
+    if parent is None:
+        return "self"
+    return "child" if parent == "self" and name.startswith("python") else "other"
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the sampler reads /proc (Linux)")
