@@ -78,11 +78,13 @@ def test_suite_writes_every_step_and_the_generated_section(tmp_path, monkeypatch
     bench_md = tmp_path / "BENCHMARKS.md"
     bench_md.write_text(f"# Hand-written\n\nprose before\n\n{suite.BEGIN}\nold tables\n{suite.END}\n\nprose after\n")
     assert main(["bench", "--suite", "--out", str(tmp_path / "out" / "x.json"), "--benchmarks", str(bench_md)]) == 0
-    text = (tmp_path / "out" / "suite.md").read_text()
+    results = tmp_path / suite.RESULTS     # beside BENCHMARKS.md, committed with it (not --out's folder)
+    text = (results / "suite.md").read_text()
     assert "### One scale" in text and "### A curve" in text and "**verify_k**" in text
-    one = json.loads((tmp_path / "out" / "one.json").read_text())
+    one = json.loads((results / "one.json").read_text())
     assert one["cases"]["verify_k"]["rows"] > 0 and one["cases"]["verify_k"]["memory_limit"] == "500MB"
-    assert len(json.loads((tmp_path / "out" / "curve.curves.json").read_text())["curves"]["verify_k"]) == 2
+    assert len(json.loads((results / "curve.curves.json").read_text())["curves"]["verify_k"]) == 2
+    assert not (tmp_path / "out").exists()
     written = bench_md.read_text()
     assert written.startswith("# Hand-written\n\nprose before\n\n") and written.endswith("\n\nprose after\n")
     assert "old tables" not in written and written.count(suite.BEGIN) == written.count(suite.END) == 1
@@ -90,6 +92,11 @@ def test_suite_writes_every_step_and_the_generated_section(tmp_path, monkeypatch
     assert rows["| k near its floor"].endswith("| **met** |") and rows["| k in no time"].endswith("| **missed** |")
     assert "not measured" in rows["| a step not run"]
     assert "Growth: time ∝ rows^" in written      # the curve's exponent
+    # re-measuring one step keeps the other's numbers: the section is rebuilt from every step's JSON
+    curve_json = (results / "curve.curves.json").read_text()
+    assert main(["bench", "--suite", "--steps", "one", "--benchmarks", str(bench_md)]) == 0
+    assert (results / "curve.curves.json").read_text() == curve_json
+    assert "Growth: time ∝ rows^" in bench_md.read_text() and "not measured yet" not in bench_md.read_text()
 
 
 def test_suite_refuses_a_benchmarks_file_without_markers_before_measuring(tmp_path, monkeypatch):
