@@ -74,7 +74,22 @@ def _session() -> tuple[Any, float]:
     t0 = time.perf_counter()
     spark = spark_session(Path(folder) / "warehouse", master=MASTER, config=CONFIG)
     SparkBackend(spark).table_exists("_ad_bench_warm_up")
+    atexit.register(_stop, spark)        # atexit runs it first, before the folder is removed
     return spark, time.perf_counter() - t0
+
+
+def _stop(spark: Any) -> None:
+    """Stop the session and reap its JVM before the worker exits. The runner counts the CPU of
+    the worker's reaped descendants as the repetition's own (load.py, ``RUSAGE_CHILDREN``); a
+    JVM left to die after the worker was never waited for, so its CPU showed as *other* load
+    and marked every Spark row busy. The JVM exits when its stdin closes (pyspark's signal)."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    spark.stop()
+    if gateway is not None and getattr(gateway, "proc", None) is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()
+        gateway.proc.wait(timeout=120)
 
 
 def _role(pid: int, name: str, parent: str | None) -> str:

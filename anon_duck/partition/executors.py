@@ -68,7 +68,9 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
                 "partition/tagged_rows.sql.j2", target=tagged, relation=relation, id=id_column,
                 fragments=fragments.table, ordered=False))
             rows = spark.table(tagged[-1])
-            rows.write.partitionBy("_fragment").parquet(str(folder / role))
+            # one task writes all of a fragment's rows: partitionBy alone writes a file for every
+            # (task, fragment) pair that meets, up to tasks × fragments files on a large input
+            rows.repartition("_fragment").write.partitionBy("_fragment").parquet(str(folder / role))
             rows.drop("_fragment").limit(0).coalesce(1).write.parquet(str(folder / "empty" / role))
         hierarchies = tuple(t[-1] for t in HIERARCHY_TABLES if backend.scratch_exists(t))
         for name in hierarchies:
