@@ -429,8 +429,12 @@ class SparkBackend:
 
     def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str]) -> None:
         """Spark's reader; for CSV the types are inferred, then read again with the text columns
-        as strings (inference would turn codes such as "013053" into numbers)."""
+        as strings (inference would turn codes such as "013053" into numbers). A relative local
+        path is this process's, as on DuckDB: the JVM resolves one against its own working
+        folder, which is where the session started, not where the caller is now."""
         t0 = time.perf_counter()
+        if not os.path.isabs(path) and ":" not in path.split("/")[0]:
+            path = os.path.abspath(path)
         with _engine_errors(stage):
             if fmt == "parquet":
                 df = self.spark.read.parquet(path)

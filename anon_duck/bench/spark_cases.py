@@ -132,7 +132,7 @@ class _Measured:
 def _spark_table(run: _Measured, path: Path) -> None:
     """The cached Parquet file as table ``t``: Spark keeps a table as Parquet files, so the
     verifier reads it as it would read a steward's table (DuckDB's twin reads its own file)."""
-    run.spark.read.parquet(str(path)).createOrReplaceTempView("t")
+    run.spark.read.parquet(str(path.resolve())).createOrReplaceTempView("t")   # the JVM's cwd may differ
 
 
 @spark_case("verify_k_spark", peer_of="verify_k", data=_synthetic)
