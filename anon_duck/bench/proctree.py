@@ -37,7 +37,7 @@ class RolePeaks:
 
 
 class TreeSampler:
-    """Samples ``root`` and its descendants until :meth:`stop`; :meth:`peaks` reads the result."""
+    """Samples ``root`` and its descendants until :meth:`stop`, which returns the peaks per role."""
 
     def __init__(self, root: int, role: Role, interval: float = 0.1) -> None:
         self.root, self.role, self.interval = root, role, interval
