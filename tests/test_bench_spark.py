@@ -11,17 +11,20 @@ import sys
 
 import pytest
 
-from anon_duck.bench.proctree import TreeSampler
+from anon_duck.bench.proctree import TreeSampler, _tree
 
 ALLOCATE = "import time; b = bytearray({mb} << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep({hold})"
 
 
-def _role(pid: int, name: str, parent: str | None) -> str:
-    """The test's own Python children; anything else under this process (a Spark JVM another
-    test of this worker started, and its Python daemon) is "other"."""
-    if parent is None:
-        return "self"
-    return "child" if parent == "self" and name.startswith("python") else "other"
+def _roles(before: set[int]):
+    """The test's own children, started after ``before`` (this process's tree when the test
+    began); anything older under this process (a Spark JVM or a Python process another test of
+    this pytest worker left running) is "other"."""
+    def role(pid: int, name: str, parent: str | None) -> str:
+        if parent is None:
+            return "self"
+        return "child" if parent == "self" and pid not in before else "other"
+    return role
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the sampler reads /proc (Linux)")
@@ -29,7 +32,8 @@ def test_sampler_counts_children_that_allocate_and_exit():
     """Two children touch 150 and 300 MiB, the second after the first exited: the largest child
     is 300 MiB and more (its own peak), the sum at one sample below both together (they never
     lived at once), and the sampler's own process is apart."""
-    sampler = TreeSampler(os.getpid(), _role, interval=0.05).start()
+    before = {pid for pid, _ in _tree(os.getpid())}
+    sampler = TreeSampler(os.getpid(), _roles(before), interval=0.05).start()
     for mb in (150, 300):
         subprocess.run([sys.executable, "-c", ALLOCATE.format(mb=mb, hold=0.4)], check=True)
     roles = sampler.stop()
