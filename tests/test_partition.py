@@ -300,3 +300,54 @@ def test_explicit_policy_holds_in_each_fragment_on_the_codes_it_holds(con):
         with pytest.raises(InputError, match=r"2 code\(s\) occur in no record, e\.g\. '999\.99' "
                                              r"\(method\.constraints\.u6\), '480\.1x'"):
             api.run(duckdb.connect(), _sized(typo, size) if size else typo)
+
+
+def test_id_map_ranks_by_bucket_as_one_window_over_the_union(con):
+    """sql/partition/id_map.sql.j2 numbers ids per hash bucket plus the buckets before (a window
+    Spark spreads over tasks): the same new ids as one row_number() over the whole union in the
+    keyed order, ids from two columns of one domain merged, and the smallest local id kept."""
+    from anon_duck.sqlrender import render
+    con.execute("CREATE TABLE u1 AS SELECT i % 3 AS _fragment, 1 + i // 3 AS a FROM range(6000) t(i)")
+    con.execute("CREATE TABLE u2 AS SELECT i % 4 AS _fragment, 1 + i AS b FROM range(2500) t(i)")
+    con.execute(render("partition/id_map.sql.j2", target=("temp", "main", "ids"), domain="cluster",
+                       columns=[(("memory", "main", "u1"), "a"), (("memory", "main", "u2"), "b")]),
+                {"key": "k3y"})
+    expected = con.execute("""
+        WITH ids AS (SELECT DISTINCT _fragment, a AS local_id FROM u1 UNION SELECT DISTINCT _fragment, b FROM u2)
+        SELECT _fragment, local_id, row_number() OVER (ORDER BY md5('k3y:cluster:' || _fragment || ':' || local_id),
+                                                       _fragment, local_id) AS new_id
+        FROM ids ORDER BY ALL""").fetchall()
+    got = con.execute("SELECT * FROM temp.main.ids ORDER BY ALL").fetchall()
+    assert got == expected and len(got) > 6000
+
+
+@pytest.mark.parametrize("lead", ["paths", "qis", "codes", "events"])
+def test_fragments_rank_by_block_as_one_window_over_the_persons(con, lead):
+    """sql/partition/fragments.sql.j2 ranks each person inside its block (same path, else same
+    quasi-identifiers, else same codes or events) plus the blocks before (windows Spark spreads
+    over tasks): the same fragments as one row_number() over the whole order, with NULL
+    quasi-identifiers, persons without codes, and blocks of every size including ties."""
+    from anon_duck.sqlrender import render
+    con.execute("""CREATE TABLE people AS SELECT 'p' || i AS pid,
+                       CASE WHEN i % 11 = 0 THEN NULL ELSE i % 7 END AS age,
+                       CASE WHEN i % 13 = 0 THEN NULL ELSE ['f', 'm'][1 + i % 2] END AS sex
+                   FROM range(900) t(i)""")
+    con.execute("CREATE TABLE visits AS SELECT 'p' || i AS id, 'c' || ((i * j) % 5) AS code, j AS position, "
+                "20 + (i * j) % 9 AS age FROM range(900) t(i), range(1 + i % 3) s(j) WHERE i % 17 <> 0")
+    con.execute("CREATE TABLE paths AS SELECT 'p' || i AS id, ['0', '10', '110', '111'][1 + (i * 7) % 4] AS path "
+                "FROM range(900) t(i)")
+    kinds = {"paths": dict(paths=("memory", "main", "paths"), qis=[], codes=None, events=None),
+             "qis": dict(paths=None, qis=["age", "sex"], codes=("memory", "main", "visits"), events=None),
+             "codes": dict(paths=None, qis=[], codes=("memory", "main", "visits"), events=None),
+             "events": dict(paths=None, qis=[], codes=None, events=("memory", "main", "visits"))}[lead]
+    con.execute(render("partition/fragments.sql.j2", target=("temp", "main", "frag"), person=("memory", "main", "people"),
+                       id="pid", **kinds), {"fragments": 7, "n": 900})
+    order = {"paths": "s.path", "qis": "p.age, p.sex, c.k", "codes": "c.k", "events": "e.k"}[lead]
+    expected = con.execute(f"""
+        WITH c AS (SELECT id, string_agg(code, ' ' ORDER BY code) AS k FROM visits GROUP BY id),
+             e AS (SELECT id, string_agg(code || '@' || age, ' ' ORDER BY position, code, age) AS k FROM visits GROUP BY id)
+        SELECT p.pid, CAST(floor((row_number() OVER (ORDER BY {order}, p.pid) - 1) * 7 / 900) AS BIGINT)
+        FROM people AS p JOIN paths AS s ON s.id = p.pid LEFT JOIN c ON c.id = p.pid LEFT JOIN e ON e.id = p.pid
+        ORDER BY 1""").fetchall()
+    got = con.execute("SELECT id, fragment FROM temp.main.frag ORDER BY 1").fetchall()
+    assert got == expected and len({f for _, f in got}) == 7

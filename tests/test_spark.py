@@ -20,6 +20,7 @@ from anon_duck.backend.spark import Action, to_spark
 from anon_duck.demo import DEMO_JOBS
 from anon_duck.job import load_job
 from anon_duck.risk import risk_measures
+from anon_duck.scratch import scratch
 from anon_duck.sqlrender import environment, recording, render
 from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
@@ -347,6 +348,33 @@ def test_partitioned_runs_in_spark_executors_publish_what_duckdb_publishes(spark
             rows = [sorted(c.execute(f'SELECT * FROM "{table}"').fetchall(), key=repr) for c in (copied, fresh)]
             assert rows[0] == rows[1], table
         assert copied.execute(f'SELECT count(*) FROM "{on_spark.tables[0]}"').fetchone()[0] > 0
+
+
+def test_fragment_and_id_ranks_are_the_same_on_spark(spark):
+    """The partition's two ranks over all persons (sql/partition/fragments.sql.j2, id_map.sql.j2),
+    computed per block and per hash bucket so that Spark spreads their windows over tasks, give
+    DuckDB's numbers: NULL quasi-identifiers and persons without codes included."""
+    con = duckdb.connect()
+    # VARCHAR quasi-identifiers: _copy writes fetched numpy, in which a NULL number is NaN
+    con.execute("""CREATE TABLE people AS SELECT 'p' || i AS pid, CASE WHEN i % 11 = 0 THEN NULL ELSE 'a' || (i % 7) END AS age,
+                       CASE WHEN i % 13 = 0 THEN NULL ELSE ['f', 'm'][1 + i % 2] END AS sex FROM range(300) t(i)""")
+    con.execute("CREATE TABLE visits AS SELECT 'p' || i AS id, 'c' || ((i * j) % 5) AS code "
+                "FROM range(300) t(i), range(1 + i % 3) s(j) WHERE i % 17 <> 0")
+    con.execute("CREATE TABLE u1 AS SELECT i % 3 AS _fragment, 1 + i // 3 AS a FROM range(600) t(i)")
+    for t in ("people", "visits", "u1"):
+        _copy(con, spark, t)
+    on = {}
+    for name, backend in (("duckdb", DuckDBBackend(con)), ("spark", spark)):
+        backend.run("test: fragments", render("partition/fragments.sql.j2", target=scratch("t_frag"),
+                                              person=("main", "people"), id="pid", paths=None, qis=["age", "sex"],
+                                              codes=("main", "visits"), events=None), {"fragments": 4, "n": 300})
+        backend.run("test: ids", render("partition/id_map.sql.j2", target=scratch("t_ids"), domain="cluster",
+                                        columns=[(("main", "u1"), "a")]), {"key": "k3y"})
+        quoted = ['.'.join(f'"{part}"' for part in scratch(t)) for t in ("t_frag", "t_ids")]
+        on[name] = [sorted(backend.rows("test: rows", f"SELECT * FROM {table}")) for table in quoted]
+    assert on["spark"] == on["duckdb"] and len(on["duckdb"][0]) == 300 and len(on["duckdb"][1]) == 600
+    for t in ("people", "visits", "u1"):
+        spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", t)))
 
 
 def test_cli_runs_verifies_reports_and_exports_on_spark(spark, tmp_path, capsys):

@@ -43,6 +43,7 @@ class TreeSampler:
         self.root, self.role, self.interval = root, role, interval
         self.roles: dict[str, RolePeaks] = {}
         self.total_mb = 0.0          # the largest sum of every process of the tree at one sample
+        self.at_total: dict[str, float] = {}   # that sample's sum per role: what the total is made of
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="anon_duck-tree-sampler", daemon=True)
 
@@ -85,7 +86,8 @@ class TreeSampler:
             sums[role] = sums.get(role, 0.0) + rss
         for role, total in sums.items():
             self.roles[role].sum_mb = max(self.roles[role].sum_mb, total)
-        self.total_mb = max(self.total_mb, sum(sums.values()))
+        if sum(sums.values()) > self.total_mb:
+            self.total_mb, self.at_total = sum(sums.values()), sums
 
 
 def _tree(root: int) -> list[tuple[int, int | None]]:
