@@ -93,3 +93,14 @@ def test_growth_pairs_each_case_at_1m_with_its_10m_step():
     assert "| verify_k_spark | 1,000,000 → 10,000,000 | 2.00 → 30.00 | 15.0 | 400 → 1,000 | 2.5 |" in table
     assert "artuc_informs_part" not in table          # its scale-10 step (spark_part) did not run
     assert growth_markdown({"spark": results["spark"]}).startswith("(needs `anon-duck bench --suite --steps spark_1m,")
+
+
+def test_the_tree_lists_each_process_once_when_a_child_moves_between_threads():
+    """A child whose forking thread exits moves to another thread of its parent; a walk can
+    read it under both (the Spark cases' JVM was counted twice that way). Each process is
+    listed once, under its parent, parents first."""
+    children = {1: [2, 3, 2], 2: [4], 3: [4, 5], 4: [], 5: []}
+    tree = _tree(1, children.__getitem__)
+    assert sorted(pid for pid, _ in tree) == [1, 2, 3, 4, 5]
+    order = [pid for pid, _ in tree]
+    assert all(order.index(parent) < order.index(pid) for pid, parent in tree if parent is not None)
