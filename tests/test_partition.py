@@ -17,6 +17,7 @@ from anon_duck.errors import InputError, JobError
 from anon_duck.inputs import prepare
 from anon_duck.job import load_job, parse_job
 from anon_duck.jobspec import Settings, Source
+from anon_duck.partition import fragments
 from anon_duck.partition.fragments import fragment
 
 from conftest import FIXTURES, JOBS
@@ -248,11 +249,15 @@ def _horpart_first_splits(codes, size):
     return {p: rank * count // len(order) for rank, p in enumerate(order)}
 
 
+@pytest.mark.parametrize("chain", [1, 2, 32])
 @pytest.mark.parametrize("seed", range(6))
-def test_codes_fragments_equal_the_first_rule_on_random_inputs(seed):
+def test_codes_fragments_equal_the_first_rule_on_random_inputs(seed, chain, monkeypatch):
     """Random persons (some without codes, many identical ones, a code everyone in a group may
     hold, frequency ties) at sizes from 2 to the whole input: the fragment of every person is
-    the one the first rule gives, so the rounds' rewrite changed no release."""
+    the one the first rule (one level per round) gives, so neither the rounds' rewrite nor the
+    chained levels changed a release. With 1 or 2 candidates a chain ends at the guess's
+    limit; with 32 (every code) where the guess first fails."""
+    monkeypatch.setattr(fragments, "CHAIN", chain)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(40, 160))
     weights = rng.permutation(1 / np.arange(1, 9))
