@@ -44,7 +44,7 @@ def test_sampler_counts_children_that_allocate_and_exit():
         subprocess.run([sys.executable, "-c", ALLOCATE.format(mb=mb, hold=0.4)], check=True)
     roles = sampler.stop()
     child = roles["child"]
-    assert len(child.processes) == 2
+    assert len(child.processes) == 2 and all(name.startswith("python") for name in child.names)
     assert 300 <= child.max_mb < 300 + 100
     assert 300 <= child.sum_mb < 450
     assert sampler.total_mb >= child.sum_mb + roles["self"].sum_mb * 0.5

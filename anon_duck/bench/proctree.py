@@ -29,11 +29,12 @@ script is not)."""
 @dataclass
 class RolePeaks:
     """One role's peaks in MiB: the largest single process, and the largest sum of the role's
-    processes at one sample."""
+    processes at one sample; the processes and their command names."""
 
     max_mb: float = 0.0
     sum_mb: float = 0.0
     processes: set[int] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
 
 
 class TreeSampler:
@@ -82,6 +83,7 @@ class TreeSampler:
             peaks = self.roles.setdefault(role, RolePeaks())
             peaks.max_mb = max(peaks.max_mb, hwm, rss)
             peaks.processes.add(pid)
+            peaks.names.add(name)
             sums[role] = sums.get(role, 0.0) + rss
         for role, total in sums.items():
             self.roles[role].sum_mb = max(self.roles[role].sum_mb, total)

@@ -115,15 +115,19 @@ class _Measured:
     def memory(self) -> dict[str, float]:
         """Stop sampling and return the peaks in MiB: called right after the timed work, so
         untimed work after it (a release digest pulls the release to the driver) is not counted.
-        ``peak_rss_mb`` is the whole tree's, the one memory column every case has."""
+        ``peak_rss_mb`` is the whole tree's, the one memory column every case has. Processes
+        of no named role (the launcher's, or anything the JVM starts that is not Python) are
+        reported when there were any, with their command names: the total includes them."""
         roles = self.sampler.stop()
 
         def peak(role: str, of: str) -> float:
             return round(getattr(roles.get(role, RolePeaks()), of))
+        other = {"other_mb": peak("other", "sum_mb"), "other": "+".join(sorted(roles["other"].names))} \
+            if "other" in roles else {}
         return {"session_s": round(self.session_s, 2), "peak_rss_mb": round(self.sampler.total_mb),
                 "jvm_peak_mb": peak("jvm", "max_mb"), "py_driver_peak_mb": peak("py_driver", "max_mb"),
                 "py_workers_max_mb": peak("py_workers", "max_mb"), "py_workers_sum_mb": peak("py_workers", "sum_mb"),
-                "py_workers": len(roles.get("py_workers", RolePeaks()).processes)}
+                "py_workers": len(roles.get("py_workers", RolePeaks()).processes), **other}
 
 
 # ------------------------------------------------------------------------------------------
@@ -185,7 +189,7 @@ def _method_figures(out: dict[str, Any], rows: int) -> dict[str, Any]:
     """What a method case reports on either engine: its time, rows, verdict, fragments,
     release digest, and every memory figure the run took."""
     kept = {k: v for k, v in out.items() if k in ("seconds", "verified", "release", "session_s")
-            or k.endswith("_mb") or k == "py_workers"}
+            or k.endswith("_mb") or k in ("py_workers", "other")}
     return {**kept, "rows": rows, "fragments": out["facts"].get("partition", {}).get("fragments", 1)}
 
 
