@@ -23,7 +23,13 @@ from typing import Callable
 Role = Callable[[int, str, "str | None"], str]
 """(pid, command name, the parent's role or None for the root) -> the role a process's memory
 is reported under (a Python process started by the JVM is a worker; one started by a launcher
-script is not)."""
+script is not), or :data:`SHARED`."""
+
+SHARED = "shared"
+"""The role of a process whose memory is another's: a child that its parent started with
+``vfork`` (or ``posix_spawn``, which uses it) shares the parent's address space until it
+execs, and reads as the parent's whole resident size. It is walked (its children are not
+shared) but neither counted nor reported."""
 
 
 @dataclass
@@ -80,6 +86,8 @@ class TreeSampler:
                 continue
             name, rss, hwm = status
             role = roles[pid] = self.role(pid, name, roles.get(parent))
+            if role == SHARED:
+                continue
             peaks = self.roles.setdefault(role, RolePeaks())
             peaks.max_mb = max(peaks.max_mb, hwm, rss)
             peaks.processes.add(pid)
@@ -112,11 +120,8 @@ def _children(pid: int) -> list[int]:
     """The children of every thread of ``pid``, from the kernel's per-thread lists. A child
     belongs to the thread that forked it; when that thread exits the child moves to another
     thread of the process, and a walk that read the first thread's list before the move and
-    the second's after it sees the child twice. A Spark case's driver starts and ends threads
-    all run long; the tree's largest totals of the scale-10 partitioned cases (9.7 and
-    10.4 GB) were, within 1 %, twice the JVM's peak plus the other roles': one sample in
-    several hundred had counted the JVM twice (and a thread gone mid-read used to end the
-    read of the process's other threads, hiding their children)."""
+    the second's after it sees the child twice (:func:`_tree` keeps one). A thread that exits
+    while its list is read skips that list only, not its siblings'."""
     out: list[int] = []
     try:
         for task in Path(f"/proc/{pid}/task").iterdir():
