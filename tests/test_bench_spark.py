@@ -117,7 +117,9 @@ def test_a_process_sharing_anothers_memory_is_not_counted():
                           else role(pid, name, parent), interval=0.05).start()
     subprocess.run([sys.executable, "-c", ALLOCATE.format(mb=300, hold=0.4)], check=True)
     roles = sampler.stop()
-    assert set(roles) <= {"self", "other"} and sampler.total_mb < roles["self"].sum_mb + 150
+    # "other": what earlier tests of this pytest worker left running (a Spark JVM), steady here
+    others = roles["other"].sum_mb if "other" in roles else 0.0
+    assert set(roles) <= {"self", "other"} and sampler.total_mb < roles["self"].sum_mb + others + 150
 
 
 def test_a_child_of_the_jvm_still_running_java_is_the_jvms_memory(monkeypatch):
