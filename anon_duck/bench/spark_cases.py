@@ -29,7 +29,7 @@ from ..sqlrender import render
 from ..verifiers import k_anonymity
 from .cases import QIS, _bms_job, _jobs, _run_job, _second_call, _synthetic, case, export_digest
 from .generators import DATA
-from .proctree import SHARED, RolePeaks, TreeSampler
+from .proctree import RolePeaks, TreeSampler
 
 if TYPE_CHECKING:
     from ..job import Job
@@ -96,28 +96,13 @@ def _role(pid: int, name: str, parent: str | None) -> str:
     """Which part of a Spark case a process of the bench worker's tree is: the Python workers
     are the JVM's Python descendants (its daemon and the workers it forks); the launcher's
     short-lived processes (``spark-submit`` runs a shell and a Python helper) are other.
-
-    A child of the JVM still running the JVM's program is one it is starting (Hadoop runs
-    ``chmod`` for every file it writes, Spark the Python daemon): Java starts a program by
-    ``posix_spawn``, whose child shares the JVM's memory until it execs, under the name of
-    the thread that started it ("Executor task l..."). It is :data:`~.proctree.SHARED`:
-    counted, it doubled the JVM in the tree's total (10.5 GB for a 4.9 GB JVM in the
-    partitioned disassociation at scale 10, which writes 24 fragments' files)."""
+    (A child the JVM is still starting shares the JVM's memory and is not counted at all:
+    :func:`.proctree._shares_memory`.)"""
     if parent is None:
         return "py_driver"
     if name == "java":
         return "jvm"
-    if parent == "jvm" and _program(pid).endswith("/java"):
-        return SHARED
     return "py_workers" if parent in ("jvm", "py_workers") and name.startswith("python") else "other"
-
-
-def _program(pid: int) -> str:
-    """The program ``pid`` runs ('' once it is gone)."""
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return ""
 
 
 class _Measured:
