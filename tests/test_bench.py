@@ -48,6 +48,24 @@ def test_prepare_builds_data_before_the_repetitions(tmp_path, monkeypatch):
     assert "data_built" not in summary and summary["other_load"] >= 0
 
 
+def test_every_memory_figure_is_the_largest_over_the_repetitions(monkeypatch):
+    """A Spark case's memory figures are peaks, as peak_rss_mb: the summary keeps each one's
+    largest over the repetitions, other_mb too, which a repetition returns only when the tree
+    had a process of no role; the other figures are the last repetition's."""
+    from types import SimpleNamespace
+
+    from anon_duck.bench import runner
+    runs = iter([{"seconds": 1.0, "rows": 5, "peak_rss_mb": 900, "jvm_peak_mb": 800, "other_mb": 40, "other": "bash"},
+                 {"seconds": 2.0, "rows": 5, "peak_rss_mb": 700, "jvm_peak_mb": 850},
+                 {"seconds": 3.0, "rows": 5, "peak_rss_mb": 800, "jvm_peak_mb": 600, "other_mb": 5, "other": "chmod"}])
+    monkeypatch.setattr(runner, "_prepare", lambda names, scale, progress: None)
+    monkeypatch.setattr(runner.subprocess, "run", lambda *a, **k: SimpleNamespace(
+        returncode=0, stdout=json.dumps({**next(runs), "data_built": []}), stderr=""))
+    summary = runner.run_cases(["verify_k"], scale=1, reps=3, progress=lambda _: None)["cases"]["verify_k"]
+    assert (summary["peak_rss_mb"], summary["jvm_peak_mb"], summary["other_mb"]) == (900, 850, 40)
+    assert summary["other"] == "chmod" and summary["median_s"] == 2.0
+
+
 def test_a_repetition_that_generates_data_fails(tmp_path, monkeypatch):
     # a case whose builder is not registered generates its data in the timed repetition:
     # its peak RSS would include the generator, so the runner refuses the run

@@ -52,7 +52,7 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print,
         secs = [r["seconds"] for r in runs]
         summary = {k: v for k, v in runs[-1].items()
                    if k not in ("seconds", "peak_rss_mb", "data_built", "other_load", "loadavg")}
-        summary.update({k: max(r[k] for r in runs) for k in PEAKS if k in runs[-1]})
+        summary.update({k: max(r.get(k, 0) for r in runs) for k in PEAKS if any(k in r for r in runs)})
         summary.update(min_s=min(secs), median_s=statistics.median(secs), reps=reps, memory_limit=memory_limit,
                        other_load=max(r["other_load"] for r in runs), loadavg=max(r["loadavg"] for r in runs))
         if summary.get("rows"):
@@ -85,10 +85,12 @@ def _prepare(names: Sequence[str], scale: float, progress: Callable[[str], None]
 
 
 # Memory figures of the Spark cases (spark_cases.py): the largest over the repetitions is kept,
-# as for peak_rss_mb, and each gets a column of its own in a table where a case returned it.
+# as for peak_rss_mb, and each gets a column of its own in a table where a case returned it;
+# other_mb (the tree's processes of no role, returned only when there were any) is kept the same
+# way and shown among the figures.
 SPARK_COLUMNS = {"session_s": "session s", "jvm_peak_mb": "JVM MB", "py_driver_peak_mb": "Py driver MB",
                  "py_workers_max_mb": "Py worker max MB", "py_workers_sum_mb": "Py workers sum MB"}
-PEAKS = ("peak_rss_mb", *SPARK_COLUMNS)
+PEAKS = ("peak_rss_mb", "other_mb", *SPARK_COLUMNS)
 SHOWN = ("rows", "min_s", "median_s", "peak_rss_mb", "rows_per_s", "reps", "memory_limit", "other_load", "loadavg",
          *SPARK_COLUMNS)
 
