@@ -101,15 +101,20 @@ def _kkm_brute(people: dict[int, tuple], codes: dict[int, list], k: int, m: int)
 KKM_SEEDS = range(16)
 
 
+def _kkm_draw(seed: int) -> tuple[dict[int, tuple], dict[int, list], int, int, int]:
+    """Seed ``seed``'s release: records of 0..4 codes in classes of all sizes, and k, m, limit."""
+    rng = random.Random(seed)
+    people = {pid: (f"a{rng.randrange(2)}", f"s{rng.randrange(3)}") for pid in range(rng.randrange(0, 30))}
+    codes = {pid: rng.sample(["w", "x", "y", "z"], rng.randrange(0, 5)) for pid in people}
+    return people, codes, rng.randrange(1, 5), rng.randrange(1, 4), rng.randrange(0, 6)
+
+
 @pytest.mark.parametrize("seed", KKM_SEEDS)
 def test_kkm_in_one_statement_matches_a_brute_force_check(backend, statements, seed):
     # records of 0..4 codes in classes of all sizes, k and m from 1 up, the listing cut anywhere:
     # verdict, count, listed rows in order and class summary equal the enumeration's, from one
     # statement for m <= 2 (two beyond: the longest record bounds the self-joins)
-    rng = random.Random(seed)
-    people = {pid: (f"a{rng.randrange(2)}", f"s{rng.randrange(3)}") for pid in range(rng.randrange(0, 30))}
-    codes = {pid: rng.sample(["w", "x", "y", "z"], rng.randrange(0, 5)) for pid in people}
-    k, m, limit = rng.randrange(1, 5), rng.randrange(1, 4), rng.randrange(0, 6)
+    people, codes, k, m, limit = _kkm_draw(seed)
     put(backend, "recs", {"id": list(people), "age": [q[0] for q in people.values()],
                           "sex": [q[1] for q in people.values()]})
     # a code of an id that is no record is ignored; each record's codes once, plus one repeat
@@ -133,10 +138,7 @@ def test_kkm_seeds_cover_passing_and_failing_releases():
     # the seeds above draw passing releases and failing ones of both kinds, for m <= 2 and beyond
     seen = set()
     for seed in KKM_SEEDS:
-        rng = random.Random(seed)
-        people = {pid: (f"a{rng.randrange(2)}", f"s{rng.randrange(3)}") for pid in range(rng.randrange(0, 30))}
-        codes = {pid: rng.sample(["w", "x", "y", "z"], rng.randrange(0, 5)) for pid in people}
-        k, m = rng.randrange(1, 5), rng.randrange(1, 4)
+        people, codes, k, m, _ = _kkm_draw(seed)
         want = _kkm_brute(people, codes, k, m)
         seen |= {("pass", m > 2)} if not want else {(v["kind"], m > 2) for v in want}
     assert {("pass", False), ("class", False), ("itemset", False), ("itemset", True)} <= seen
