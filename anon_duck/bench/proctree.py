@@ -10,9 +10,10 @@ whenever it is read): a process's peak is its last ``VmHWM`` read, so one that l
 single sample is still counted at its true peak; the peak of a *sum* (all Python workers at
 once, the whole tree) is the largest sum of ``VmRSS`` over the samples, so a spike shorter than
 the interval can be missed there. Forked Python workers share their parent daemon's pages
-copy-on-write: their sum counts the shared pages once per worker, an upper bound. A child
-still in its parent's address space (started by ``vfork``/``posix_spawn``, not yet exec'd) is
-not counted at all (:func:`_shares_memory`).
+copy-on-write: their sum counts the shared pages once per worker, an upper bound; so does a
+child forked to exec a program, sampled before it execs (a copy of its parent's resident
+pages, for that moment). A child still in its parent's address space (started by
+``vfork``/``posix_spawn``, not yet exec'd) is not counted at all (:func:`_shares_memory`).
 
 Linux only (``/proc``); elsewhere no process is found and every peak stays 0."""
 from __future__ import annotations
