@@ -104,24 +104,6 @@ def _parser() -> argparse.ArgumentParser:
     m.set_defaults(func=_methods)
     d = sub.add_parser("demo", help="run every method on bundled data and print a summary")
     d.set_defaults(func=_demo)
-    b = sub.add_parser("bench", help="run benchmark cases in fresh processes and write JSON + markdown")
-    b.add_argument("cases", nargs="*", help="case names (default: all)")
-    b.add_argument("--scale", type=float, default=1.0, help="data size factor (1 = the sizes the issues name)")
-    b.add_argument("--reps", type=_positive_int, default=3, help="repetitions per case")
-    b.add_argument("--quick", action="store_true", help="scale 0.01, one repetition: checks every case completes (but the Spark cases)")
-    b.add_argument("--out", type=Path, default=Path("bench_out/results.json"), help="JSON output (markdown beside it)")
-    b.add_argument("--curve", type=_scales, default=None, metavar="S1,S2,...",
-                   help="scaling curve: run the cases at each scale (e.g. 1,2,4,8); PNG plots with the bench extra")
-    b.add_argument("--suite", action="store_true",
-                   help="the whole suite behind BENCHMARKS.md (anon_duck/bench/suite.py): JSON beside --out, and "
-                        "BENCHMARKS.md's generated section")
-    b.add_argument("--steps", type=_names, default=(), metavar="STEP,...",
-                   help="with --suite: re-measure only these steps; the section is rebuilt from every step's JSON")
-    b.add_argument("--benchmarks", type=Path, default=Path("BENCHMARKS.md"),
-                   help="with --suite: the file whose generated section is rewritten (default: BENCHMARKS.md)")
-    b.add_argument("--memory-limit", default=None, metavar="SIZE",
-                   help="DuckDB's memory_limit for every connection a case opens, e.g. 1GB (the suite uses 1GB)")
-    b.set_defaults(func=_bench)
     return p
 
 
@@ -144,23 +126,6 @@ def _threshold(text: str) -> float:
     except (ValueError, JobError):
         raise argparse.ArgumentTypeError(f"{text!r} is not a risk threshold: a number in (0, 1], "
                                          "e.g. 0.2 for 1 in 5") from None
-
-
-def _scales(text: str) -> list[float]:
-    try:
-        scales = [float(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers, e.g. 1,2,4,8") from None
-    if any(s <= 0 for s in scales):
-        raise argparse.ArgumentTypeError(f"{text!r}: scales must be > 0")
-    return scales
-
-
-def _names(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated names")
-    return names
 
 
 ENGINES = ("duckdb", "spark")
@@ -343,33 +308,6 @@ def _inspect(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
     return run_demo()
-
-
-def _bench(args: argparse.Namespace) -> int:
-    from .bench.runner import curves_markdown, quick_cases, run_cases, run_curves, to_markdown, write, write_curves
-    if args.suite:
-        from .bench.suite import run_suite
-        suite = run_suite(args.out.parent, steps=args.steps, benchmarks=args.benchmarks, progress=_stderr)
-        print(f"(written: {suite}, {args.benchmarks})")
-        return 0
-    if args.curve:
-        result = run_curves(args.cases, scales=args.curve, reps=args.reps, out_dir=args.out.parent, progress=_stderr,
-                            memory_limit=args.memory_limit)
-        md = write_curves(result, args.out)
-        print(curves_markdown(result))
-        print(f"\n(written: {md})")
-        return 0
-    scale, reps = (0.01, 1) if args.quick else (args.scale, args.reps)
-    names = args.cases or (quick_cases() if args.quick else ())
-    report = run_cases(names, scale=scale, reps=reps, progress=_stderr, memory_limit=args.memory_limit)
-    md = write(report, args.out)
-    print(to_markdown(report))
-    print(f"\n(written: {args.out}, {md})")
-    return 0
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr)
 
 
 def _print_violations(violations: list[dict], limit: int = 20) -> None:

@@ -231,7 +231,7 @@ def test_rmr_approximation_ignores_constraints(con, toy):
 def _random_problem(con, tmp_path, seed: int, n: int = 400, k: int = 5, code_level: str = "chapter"):
     """ArtUC on an INFORMS-like sample of ``n`` records; ``code_level`` is the code constraint's
     level, so the code blocks GenDiag may generalize within (a category block holds one code)."""
-    from anon_duck.bench.generators import informs_like
+    from benchmarks.generators import informs_like
     data = informs_like.generate(tmp_path / f"informs_like_{seed}", n, seed=seed)
     job = load_job(JOBS / "artuc_informs_uc1.toml")
     params = {key: v for key, v in job.params.items() if key != "epsilon_share"}

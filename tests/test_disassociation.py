@@ -18,7 +18,7 @@ from anon_duck.job import job_from_dict, load_job
 from anon_duck.methods.disassociation import disassociate
 from anon_duck.methods.disassociation.chunks import cluster_masks
 from anon_duck.methods.disassociation.encoding import Records, encode
-from anon_duck.bench.papers.disassociation import sweep_one
+from benchmarks.papers.disassociation import sweep_one
 from anon_duck.methods.disassociation.horpart import horpart
 from anon_duck.methods.disassociation.params import check_params
 from anon_duck.methods.disassociation.policy import Policy, build_policy

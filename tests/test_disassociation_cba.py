@@ -178,7 +178,7 @@ def test_report_compares_with_cba_on_identical_queries(con):
 
 def test_figure_rendering_of_the_toy_release(con):
     """Fig. 4 (refine off) and Fig. 10 (refine on) as text, from the published tables only."""
-    from anon_duck.bench.papers.disassociation_figure import render_release
+    from benchmarks.papers.disassociation_figure import render_release
     suffixes = ("clusters", "record_chunks", "shared_chunks", "shared_scope", "item_chunks")
     p1 = ["cluster 0  |P|=5  joint 0",
           "  C1: {296.00,296.01,296.02}x3 {296.00,296.01} {296.00,296.02}",
@@ -226,7 +226,7 @@ def test_templates_outside_the_toy_jobs_transpile(con):
     tests/test_templates.py replays; check them the same way (DuckDB → Postgres, Spark,
     BigQuery, Snowflake)."""
     import sqlglot
-    from anon_duck.bench.papers.disassociation_figure import render_release
+    from benchmarks.papers.disassociation_figure import render_release
     from anon_duck.sqlrender import recording
     anon_duck.run(con, load_job(CBA_TOY))
     job = load_job(DIS_TOY).with_params(baseline_release="toy_cba", reconstructions=1, queries=5)

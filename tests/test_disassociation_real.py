@@ -19,7 +19,7 @@ from anon_duck.job import load_job
 from anon_duck.methods.disassociation import disassociate
 from anon_duck.methods.disassociation.chunks import cluster_masks, vertical_partitioning
 from anon_duck.methods.disassociation.encoding import encode
-from anon_duck.bench.papers.disassociation import pair_shares
+from benchmarks.papers.disassociation import pair_shares
 from anon_duck.methods.disassociation.horpart import horpart, merge_small
 from anon_duck.methods.disassociation.params import check_params
 from anon_duck.methods.disassociation.policy import build_policy

@@ -30,7 +30,7 @@ def test_every_registered_method_has_a_package_checked_here():
 def test_a_method_package_imports_without_the_api_bench_or_cli(package):
     code = ("import importlib, sys; importlib.import_module(%r); "
             "print(sorted(m for m in sys.modules if m in ('anon_duck.api', 'anon_duck.cli', 'anon_duck.demo') "
-            "or m.startswith('anon_duck.bench')))" % package)
+            "or m.startswith('benchmarks')))" % package)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", f"{package} imports {out.stdout.strip()}"
@@ -41,16 +41,28 @@ def test_paper_reproductions_live_with_the_bench():
     paper's Adult blow-up) are the bench's, not a method's."""
     methods = REPO / "anon_duck" / "methods"
     assert not [p for p in methods.rglob("*.py") if p.stem in ("experiments", "figure", "bench", "cohort", "blowup")]
-    assert (REPO / "anon_duck" / "bench" / "papers" / "disassociation.py").exists()
-    assert (REPO / "anon_duck" / "bench" / "generators" / "adult_blowup.py").exists()
+    assert (REPO / "benchmarks" / "papers" / "disassociation.py").exists()
+    assert (REPO / "benchmarks" / "generators" / "adult_blowup.py").exists()
+
+
+def test_the_product_keeps_no_benchmark_code():
+    """The benchmarks live beside the product (benchmarks/): no module under anon_duck/ imports
+    them, the wheel does not ship them, and the CLI has no bench command."""
+    package = REPO / "anon_duck"
+    assert not (package / "bench").exists() and not (REPO / "sql" / "bench").exists()
+    offenders = [p.relative_to(REPO) for p in package.rglob("*.py")
+                 if re.search(r"^\s*(from|import)\s+(benchmarks|\.+bench)\b", p.read_text(), re.M)]
+    assert offenders == []
+    from anon_duck.cli import _parser
+    assert "bench" not in _parser()._subparsers._group_actions[0].choices
 
 
 DOCS = [REPO / "README.md", REPO / "BENCHMARKS.md", *sorted((REPO / "docs").glob("*.md"))]
-COMMANDS = sorted({m for doc in DOCS for m in re.findall(r"python -m (anon_duck(?:\.\w+)*)", doc.read_text())})
+COMMANDS = sorted({m for doc in DOCS for m in re.findall(r"python -m ((?:anon_duck|benchmarks)(?:\.\w+)*)", doc.read_text())})
 
 
 def test_the_docs_name_module_commands():
-    assert "anon_duck.bench.papers.disassociation" in COMMANDS and "anon_duck.bench.papers.longitudinal" in COMMANDS
+    assert "benchmarks.papers.disassociation" in COMMANDS and "benchmarks.papers.longitudinal" in COMMANDS
 
 
 @pytest.mark.parametrize("module", COMMANDS)
@@ -59,4 +71,7 @@ def test_every_documented_module_command_runs_from_where_it_lives(module):
     module exists and is runnable (a ``__main__`` guard), without importing it."""
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin, f"docs name python -m {module}, which does not exist"
+    if spec.submodule_search_locations:     # a package runs its __main__
+        spec = importlib.util.find_spec(f"{module}.__main__")
+        assert spec is not None, f"python -m {module}: the package has no __main__"
     assert 'if __name__ == "__main__":' in open(spec.origin).read(), f"python -m {module} would do nothing"

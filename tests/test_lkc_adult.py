@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import anon_duck  # noqa: E402
 from anon_duck.backend.duckdb import DuckDBBackend  # noqa: E402
-from anon_duck.bench.generators.adult_blowup import blow_up  # noqa: E402
+from benchmarks.generators.adult_blowup import blow_up  # noqa: E402
 from anon_duck.errors import InfeasibleError  # noqa: E402
 from anon_duck.job import Source, load_job  # noqa: E402
 from anon_duck.methods.lkc import measures  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 from anon_duck import api
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.job import parse_job
-from anon_duck.bench.generators.cohort import D4_CODES, TABLE_I, generate, job_text
+from benchmarks.generators.cohort import D4_CODES, TABLE_I, generate, job_text
 
 MIMIC = "longitudinal_mimic.toml"
 

@@ -21,7 +21,7 @@ from anon_duck.job import parse_job
 from anon_duck.methods.longitudinal import METHOD
 from anon_duck.methods.longitudinal.align import (GEN, SUP_X, SUP_Y, Bucket, Candidates, Offsets, PairSet, XTables, ags,
                                                   ags_costs)
-from anon_duck.bench.generators.cohort import TABLE_I, generate, job_text
+from benchmarks.generators.cohort import TABLE_I, generate, job_text
 from anon_duck.methods.longitudinal.costs import CostModel, build_dgh
 from anon_duck.methods.longitudinal.load import load
 from anon_duck.methods.longitudinal.mdav import Cluster, Pool, Trajectories, mdav

@@ -1,5 +1,5 @@
 """``anon-duck risk`` (issue #21 item 1): every number of :func:`anon_duck.api.risk` against a
-brute-force Python computation on small seeded random tables, pycanon's k, the population
+brute-force Python computation on small seeded random tables, the population
 models against independent computations (exact hypergeometric sums; scipy's optimizer on the
 loop-form likelihood), the bad inputs, and the CLI on the toy and Adult jobs."""
 from __future__ import annotations
@@ -77,19 +77,6 @@ def test_qi_measures_equal_brute_force(seed):
     assert q["sample_uniques"] == {"records": want["uniques"], "share": want["uniques"] / len(rows)}
     assert q["records_below_k"] == {"k": 3, "share": pytest.approx(want["below_3"], rel=1e-12)}
     assert q["journalist"] is None and q["population"] is None
-
-
-def test_k_is_pycanons():
-    pd = pytest.importorskip("pandas")
-    from pycanon import anonymity
-    for seed in SEEDS:
-        rng = random.Random(seed)
-        con = duckdb.connect()
-        rows = _people(con, rng, "t", rng.randrange(1, 40))
-        frame = pd.DataFrame([r[1:] for r in rows], columns=QIS)
-        q = anon_duck.api.risk(con, _job())["qis"]
-        assert q["min_class_size"] == anonymity.k_anonymity(frame, QIS)
-        assert q["prosecutor"]["highest"] == pytest.approx(1 / anonymity.k_anonymity(frame, QIS))
 
 
 @pytest.mark.parametrize("seed", SEEDS)

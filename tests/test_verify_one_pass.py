@@ -169,8 +169,8 @@ def test_kkm_refuses_nulls_and_duplicate_ids_from_its_statement(backend, broken,
 def test_bench_floors_compute_what_the_verifiers_report(tmp_path, monkeypatch):
     # the floor is the same check, hand-written: it must find the same smallest class and the
     # same number of rare itemsets, or the ratio would compare different work
-    from anon_duck.bench import spark_cases  # noqa: F401 - registers the Spark floor, whatever ran before
-    from anon_duck.bench.cases import CASES, FLOORS
+    from benchmarks import spark_cases  # noqa: F401 - registers the Spark floor, whatever ran before
+    from benchmarks.cases import CASES, FLOORS
     monkeypatch.chdir(tmp_path)
     assert FLOORS == {"verify_k_floor": "verify_k", "verify_l_floor": "verify_l", "verify_km_floor": "verify_km",
                       "verify_kkm_floor": "verify_kkm", "verify_lkc_floor": "verify_lkc",

@@ -1,12 +1,12 @@
 """Seed 003 §5.2's scalability data (Fig. 6): Adult blown up to alpha × 45,222 records, each
-record plus alpha − 1 seeded variations (used by ``anon-duck bench lkc_adult`` and the docs).
+record plus alpha − 1 seeded variations (used by ``python -m benchmarks lkc_adult`` and the docs).
 Benchmark data, not part of the LKC method: it lives with the other generators."""
 from __future__ import annotations
 
-from ...backend.duckdb import DuckDBBackend
-from ...job import Job
-from ...scratch import scratch
-from ...sqlrender import render
+from anon_duck.backend.duckdb import DuckDBBackend
+from anon_duck.job import Job
+from anon_duck.scratch import scratch
+from anon_duck.sqlrender import render
 
 
 def blow_up(backend: DuckDBBackend, job: Job, alpha: int, seed: int = 2009, p: float = 0.2, *,

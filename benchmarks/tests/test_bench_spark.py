@@ -1,5 +1,5 @@
-"""The Spark bench cases (anon_duck/bench/spark_cases.py) and the process-tree memory sampler
-they report with (anon_duck/bench/proctree.py). The numbers themselves are BENCHMARKS.md's;
+"""The Spark bench cases (benchmarks/spark_cases.py) and the process-tree memory sampler
+they report with (benchmarks/proctree.py). The numbers themselves are BENCHMARKS.md's;
 here: the sampler finds a child's known allocation, and every Spark case at a toy scale
 publishes a verified release equal, byte for byte, to its DuckDB twin's."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from anon_duck.bench.proctree import TreeSampler, _tree
+from benchmarks.proctree import TreeSampler, _tree
 
 ALLOCATE = "import time; b = bytearray({mb} << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep({hold})"
 
@@ -77,7 +77,7 @@ def test_spark_cases_publish_their_duckdb_twins_release(tmp_path, monkeypatch):
     pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install -e '.[spark]'")
     if not shutil.which("java"):
         pytest.skip("Spark needs Java 17+, and no java is on PATH")
-    from anon_duck.bench import cases, spark_cases      # spark_cases registers the Spark cases
+    from benchmarks import cases, spark_cases      # spark_cases registers the Spark cases
     assert {"verify_k_spark", "verify_k_spark_floor", "disassociation_bms_part_spark"} <= spark_cases.SPARK
     monkeypatch.chdir(tmp_path)          # the data cache (bench_out/data) is this test's
     scale = 0.01
@@ -98,7 +98,7 @@ def test_spark_cases_publish_their_duckdb_twins_release(tmp_path, monkeypatch):
 def test_growth_pairs_each_case_at_1m_with_its_10m_step():
     """The generated section's growth table: a case of the scale-1 step beside the same case in
     whichever scale-10 step measured it, and a hint naming the steps until both ran."""
-    from anon_duck.bench.suite import growth_markdown
+    from benchmarks.suite import growth_markdown
     one = {"rows": 1_000_000, "median_s": 2.0, "peak_rss_mb": 400}
     ten = {"rows": 10_000_000, "median_s": 30.0, "peak_rss_mb": 1_000}
     results = {"spark_1m": {"cases": {"verify_k_spark": one, "artuc_informs_part": one}},
@@ -106,7 +106,7 @@ def test_growth_pairs_each_case_at_1m_with_its_10m_step():
     table = growth_markdown(results)
     assert "| verify_k_spark | 1,000,000 → 10,000,000 | 2.00 → 30.00 | 15.0 | 400 → 1,000 | 2.5 |" in table
     assert "artuc_informs_part" not in table          # its scale-10 step (spark_part) did not run
-    assert growth_markdown({"spark": results["spark"]}).startswith("(needs `anon-duck bench --suite --steps spark_1m,")
+    assert growth_markdown({"spark": results["spark"]}).startswith("(needs `python -m benchmarks --suite --steps spark_1m,")
 
 
 def test_the_tree_lists_each_process_once_when_a_child_moves_between_threads():
@@ -125,7 +125,7 @@ def test_a_child_in_its_parents_address_space_is_not_counted(monkeypatch):
     """A child started by vfork/posix_spawn reads as its parent's whole resident size until it
     execs (a Spark case's JVM was counted twice that way, and a test's 300 MiB child as the
     pytest worker's 810 MB): kcmp tells it from a forked child, and the sampler skips it."""
-    from anon_duck.bench import proctree
+    from benchmarks import proctree
     child = os.fork()
     if child == 0:                                   # a forked child: an address space of its own
         time.sleep(2)

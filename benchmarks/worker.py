@@ -1,11 +1,11 @@
-"""One benchmark repetition in a fresh process: ``python -m anon_duck.bench.worker CASE SCALE``.
+"""One benchmark repetition in a fresh process: ``python -m benchmarks.worker CASE SCALE``.
 Prints one JSON line: the case's figures, peak RSS of this process, and ``data_built``: the
 files the repetition added to the data cache (the runner rejects a timed repetition that built
 any, since generating data would count in its peak RSS).
 
 ``--memory-limit 1GB`` caps DuckDB in every connection the case opens (:data:`cases.MEMORY_LIMIT`).
 
-``python -m anon_duck.bench.worker --prepare CASE [CASE ...] SCALE`` only runs the cases' data
+``python -m benchmarks.worker --prepare CASE [CASE ...] SCALE`` only runs the cases' data
 builders (untimed; the runner calls it once before the repetitions), so the repetitions find
 their data cached whether the cache was cold or warm."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .generators import DATA
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m anon_duck.bench.worker")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.worker")
     parser.add_argument("--prepare", action="store_true", help="build and cache the cases' data; time nothing")
     parser.add_argument("cases", nargs="+", choices=sorted(CASES), metavar="CASE")
     parser.add_argument("scale", type=float)

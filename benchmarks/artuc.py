@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..job import Job, Source, job_from_dict, load_job
+from anon_duck.job import Job, Source, job_from_dict, load_job
 from .generators import DATA, cached, ehrd_like, informs_like
 
 
 def ehrd_job(n: int, *, k: int = 10, m: int = 2, delta: float = 0.04, merge_candidates: int = 4) -> Job:
     """UC1 of Table 6a on EHRD-like data: 12-year Age bands, Gender All, ICD-9 chapters."""
-    from ..demo import FIXTURES
+    from anon_duck.demo import FIXTURES
     data = cached((DATA / f"ehrd_like_{n}").resolve(), lambda out: ehrd_like.generate(out, n))
     doc = {
         "input": {"path": str(data.persons), "id": "pid",
@@ -31,7 +31,7 @@ def informs_like_job(n: int, *, k: int = 10, m: int = 2, delta: float = 0.06, me
     4 merge partners. The generated demographics are independent, so cluster formation alone
     reaches NCP ≈ 0.055 at ×1 (lower at larger sizes), above the real data's 0.039: δ = 0.06 sits
     just above it, as the paper's δ = 0.04 sits just above the real data's."""
-    from ..demo import FIXTURES
+    from anon_duck.demo import FIXTURES
     data = cached((DATA / f"informs_like_{n}").resolve(), lambda out: informs_like.generate(out, n))
     job = load_job(FIXTURES / "jobs" / "artuc_informs_uc1.toml")
     params = {key: v for key, v in job.params.items() if key != "epsilon_share"}

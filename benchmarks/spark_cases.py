@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import duckdb
 
-from ..sqlrender import render
-from ..verifiers import k_anonymity
+from anon_duck.sqlrender import render
+from anon_duck.verifiers import k_anonymity
 from .cases import QIS, _bms_job, _jobs, _run_job, _second_call, _synthetic, case, export_digest
 from .generators import DATA
 from .proctree import RolePeaks, TreeSampler
 
 if TYPE_CHECKING:
-    from ..job import Job
+    from anon_duck.job import Job
 
 SPARK: set[str] = set()
 """The cases that start a Spark session: ``--quick`` (CI) leaves them out."""
@@ -68,7 +68,7 @@ def spark_case(name: str, *, peer_of: str, floor_of: str | None = None,
 def _session() -> tuple[Any, float]:
     """This process's session and the seconds it took to start, the metastore opened (the
     first catalog access creates the Derby database: done here, not inside the timed work)."""
-    from ..backend.spark import SparkBackend, spark_session
+    from anon_duck.backend.spark import SparkBackend, spark_session
     folder = tempfile.mkdtemp(prefix="anon_duck_bench_spark_")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     t0 = time.perf_counter()
@@ -109,7 +109,7 @@ class _Measured:
     """A Spark case's session, with its process tree sampled from before the session starts."""
 
     def __init__(self) -> None:
-        from ..backend.spark import SparkBackend
+        from anon_duck.backend.spark import SparkBackend
         self.sampler = TreeSampler(os.getpid(), _role).start()
         self.spark, self.session_s = _session()
         self.backend = SparkBackend(self.spark)
@@ -177,7 +177,7 @@ def _run_spark_job(job: Job, *, digest: bool) -> dict[str, Any]:
     """:func:`cases._run_job` on Spark: ``api.run`` timed, then (untimed, after the memory
     peaks are taken) the release digested as ``export`` writes it from the session when
     ``digest``."""
-    from .. import api
+    from anon_duck import api
     run = _Measured()
     t0 = time.perf_counter()
     result = api.run(run.spark, job)
@@ -218,8 +218,8 @@ def _adult_big(scale: float) -> Job:
     """Full-domain k-anonymity (k = 10, ``adult_fulldomain.toml``) on Adult blown up to about
     1M × scale rows (seed 003's variations, ``generators.adult_blowup``: each record and
     alpha − 1 variations), cached as Parquet so that both engines read the same file."""
-    from ..backend import DuckDBBackend
-    from ..job import Source, load_job
+    from anon_duck.backend import DuckDBBackend
+    from anon_duck.job import Source, load_job
     from .generators.adult_blowup import blow_up
     job = load_job(_jobs() / "adult_fulldomain.toml")
     path = DATA / f"adult_blowup_{_adult_alpha(scale)}.parquet"
@@ -238,7 +238,7 @@ def _partitioned(job: Job, size: int) -> Job:
 def _toy(name: str, size: int) -> Job:
     """A toy job cut into fragments of ``size`` (the scale of tests and ``--quick``), without
     the constraints that name codes some fragment lacks (docs/scale.md)."""
-    from ..job import load_job
+    from anon_duck.job import load_job
     job = load_job(_jobs() / name)
     return dataclasses.replace(_partitioned(job, size), params={k: v for k, v in job.params.items()
                                                                 if k not in ("policy", "constraints")})

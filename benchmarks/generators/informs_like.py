@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ...sqlrender import render
+from anon_duck.sqlrender import render
 from . import Dataset, write_dataset
 
 N_PERSONS = 33_961
@@ -29,7 +29,7 @@ def _table(path: Path) -> dict[str, np.ndarray]:
 
 
 def generate(out_dir: Path, n: int = N_PERSONS, seed: int = 0, source: Path | None = None) -> Dataset:
-    from ...demo import FIXTURES
+    from anon_duck.demo import FIXTURES
     source = source or FIXTURES / "informs"
     persons = _table(source / "demographics.parquet")
     pairs = _table(source / "diagnoses.parquet")

@@ -1,7 +1,7 @@
 """Seeded generators of benchmark data shaped like data sets we cannot ship.
 
 Each generator writes a person table and a (person, code) table as Parquet once; the bench
-cases reuse the files (``anon_duck.bench.cases``).
+cases reuse the files (``benchmarks.cases``).
 
 * :mod:`.ehrd_like`: EHRD of seed 000 (Table 5: 208,387 records, Age + Gender, 13,963 ICD-9
   leaves, mean 16.21 and max 185 codes per record);
@@ -20,8 +20,8 @@ from typing import Mapping
 import duckdb
 import numpy as np
 
-from ...backend import DuckDBBackend
-from ...sqlrender import render
+from anon_duck.backend import DuckDBBackend
+from anon_duck.sqlrender import render
 
 
 # Where generated bench data is cached (relative to the working directory, like bench_out/).

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import duckdb
 
-from ..backend import DuckDBBackend
-from ..sqlrender import render
-from ..verifiers import k_anonymity, l_diversity
+from anon_duck.backend import DuckDBBackend
+from anon_duck.sqlrender import render
+from anon_duck.verifiers import k_anonymity, l_diversity
 from .generators import DATA
 
 if TYPE_CHECKING:
-    from ..job import Job
+    from anon_duck.job import Job
 
 CASES: dict[str, Callable[[float], dict[str, Any]]] = {}
 # name -> (peer case, what it is compared with): the runner prints ratios for these pairs.
@@ -33,6 +33,9 @@ FLOORS: dict[str, str] = {}
 # name -> the case's data builder: ``builder(scale)`` generates and caches (under DATA) what the
 # case reads at that scale; the case calls the same builder, which then only finds the cache.
 PREPARE: dict[str, Callable[[float], object]] = {}
+# name -> the peer library the case imports (the bench extra's, not the product's): a case whose
+# library is not installed is left out of --quick and refused by name when asked for.
+NEEDS: dict[str, str] = {}
 
 MEMORY_LIMIT: str | None = None
 """DuckDB's ``memory_limit`` for every connection a case opens (the worker sets it from the
@@ -43,7 +46,7 @@ VERIFY_QIS = [10, 2, 5, 4, 3, 6, 2, 3]   # 8 QIs, 43,200 combinations: classes o
 
 
 def case(name: str, *, peer_of: str | None = None, floor_of: str | None = None,
-         data: Callable[[float], object] | None = None):
+         data: Callable[[float], object] | None = None, needs: str | None = None):
     """Register a case; ``data`` is its data builder (see :data:`PREPARE`), so that the runner
     can build the data before the timed repetitions rather than inside the first one;
     ``floor_of`` names the verifier case this one is the floor of (see :data:`FLOORS`)."""
@@ -55,6 +58,8 @@ def case(name: str, *, peer_of: str | None = None, floor_of: str | None = None,
             FLOORS[name] = floor_of
         if data:
             PREPARE[name] = data
+        if needs:
+            NEEDS[name] = needs
         return fn
     return register
 
@@ -160,7 +165,7 @@ def verify_l_floor(scale: float) -> dict[str, Any]:
     return _floor(scale, "bench/floor_l.sql.j2", qis=QIS, sensitive="sens")
 
 
-@case("pycanon_k", peer_of="verify_k", data=_synthetic)
+@case("pycanon_k", peer_of="verify_k", data=_synthetic, needs="pycanon")
 def pycanon_k(scale: float) -> dict[str, Any]:
     """pycanon's k_anonymity on the same data (a pandas DataFrame; loading excluded)."""
     from pycanon import anonymity
@@ -171,7 +176,7 @@ def pycanon_k(scale: float) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - t0, "rows": n, "min_class": int(k)}
 
 
-@case("pycanon_l", peer_of="verify_l", data=_synthetic)
+@case("pycanon_l", peer_of="verify_l", data=_synthetic, needs="pycanon")
 def pycanon_l(scale: float) -> dict[str, Any]:
     from pycanon import anonymity
     con, n = _loaded(scale)
@@ -187,7 +192,7 @@ def pycanon_l(scale: float) -> dict[str, Any]:
 def _run_job(job) -> dict[str, Any]:
     """Time ``api.run``; then (untimed) count the rows of the release's first table, so a case
     reports what it measured rather than a size it expects, and digest the release."""
-    from .. import api
+    from anon_duck import api
     with connect() as con:
         t0 = time.perf_counter()
         result = api.run(con, job)
@@ -221,7 +226,7 @@ def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
 def export_digest(con: Any, job: Job) -> str:
     """:func:`release_digest` on any engine's connection (a SparkSession too: ``export`` writes
     the same files from every engine, so equal digests mean the same release)."""
-    from .. import api
+    from anon_duck import api
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
         for path in sorted(api.export(con, job, Path(tmp) / "release.csv")):
@@ -232,14 +237,14 @@ def export_digest(con: Any, job: Job) -> str:
 
 
 def _jobs() -> Path:
-    from ..demo import FIXTURES
+    from anon_duck.demo import FIXTURES
     return FIXTURES / "jobs"
 
 
 @case("fulldomain_adult")
 def fulldomain_adult(scale: float) -> dict[str, Any]:
     """Full-domain k-anonymity (k = 10) of Adult (30,162 rows); below scale 1, the toy."""
-    from ..job import load_job
+    from anon_duck.job import load_job
     job = load_job(_jobs() / ("adult_fulldomain.toml" if scale >= 1 else "toy_fulldomain.toml"))
     out = _run_job(job)
     rows = out["published_rows"]
@@ -251,12 +256,12 @@ def fulldomain_adult(scale: float) -> dict[str, Any]:
 ADULT_QIS = ["age", "sex", "race", "marital_status", "education"]   # the QIs of adult_fulldomain.toml
 
 
-@case("anonypy_mondrian_adult", peer_of="fulldomain_adult")
+@case("anonypy_mondrian_adult", peer_of="fulldomain_adult", needs="anonypy")
 def anonypy_mondrian_adult(scale: float) -> dict[str, Any]:
     """anonypy's Mondrian (multidimensional local recoding) partitioning Adult on the same 5 QIs,
     k = 10: the peer of ``fulldomain_adult`` (time and normalized average class size)."""
     from anonypy import mondrian
-    from ..demo import FIXTURES
+    from anon_duck.demo import FIXTURES
     with duckdb.connect() as con:
         con.execute(render("bench/load_parquet.sql.j2", target=("t",)), {"path": str(FIXTURES / "adult/adult.parquet")})
         df = con.execute(render("bench/select_all.sql.j2", relation=("t",))).df()
@@ -276,7 +281,7 @@ def _bms_job(scale: float) -> Job:
     Parquet beyond 1), the toy of seed 001 below scale 1."""
     import dataclasses
 
-    from ..job import load_job
+    from anon_duck.job import load_job
     from .papers.disassociation import blow_up
     if scale < 1:
         return load_job(_jobs() / "disassociation_toy.toml")
@@ -317,7 +322,7 @@ def _counterfeit_adult_job(scale: float) -> Job:
     Parquet beyond 1), the paper's toy below scale 1."""
     import dataclasses
 
-    from ..job import Source, load_job
+    from anon_duck.job import Source, load_job
     job = load_job(_jobs() / ("counterfeit_adult.toml" if scale >= 1 else "counterfeit_toy.toml"))
     factor = round(scale)
     if factor <= 1:
@@ -336,9 +341,9 @@ def counterfeit_adult(scale: float) -> dict[str, Any]:
     """Counterfeit records (k = 5, h = 0.3): the lattice search (SQL frequency set + level maps,
     Algorithm 1 walk) on Adult repeated ``round(scale)`` times with new ids (40 = seed 002's
     ×40, 1.2M rows); below scale 1, the paper's toy."""
-    from ..inputs import prepare
-    from ..methods.counterfeit.method import METHOD, lattice_inputs
-    from ..methods.counterfeit.search import Options, algorithm1
+    from anon_duck.inputs import prepare
+    from anon_duck.methods.counterfeit.method import METHOD, lattice_inputs
+    from anon_duck.methods.counterfeit.search import Options, algorithm1
     job = _counterfeit_adult_job(scale)
     with connect() as con:
         backend = DuckDBBackend(con)
@@ -358,7 +363,7 @@ def counterfeit_adult(scale: float) -> dict[str, Any]:
 def counterfeit_adult_run(scale: float) -> dict[str, Any]:
     """Counterfeit records (k = 5, h = 0.3) end to end (lattice search, counterfeits, catalog,
     the independent verifier, publication) on Adult; below scale 1, the paper's toy."""
-    from ..job import load_job
+    from anon_duck.job import load_job
     out = _run_job(load_job(_jobs() / ("counterfeit_adult.toml" if scale >= 1 else "counterfeit_toy.toml")))
     return {"seconds": out["seconds"], "rows": out["published_rows"] - out["facts"]["n_counterfeits"],
             "verified": out["verified"], "counterfeits": out["facts"]["n_counterfeits"], "rce": round(out["facts"]["rce"], 2),
@@ -372,7 +377,7 @@ def lkc_adult(scale: float) -> dict[str, Any]:
     (alpha = 23 at scale 1: seed 003 §5.2's variations); below 0.1, the paper's toy."""
     import dataclasses
 
-    from ..job import Source, load_job
+    from anon_duck.job import Source, load_job
     from .generators.adult_blowup import blow_up
     if scale < 0.1:
         out = _run_job(load_job(_jobs() / "lkc_toy.toml"))
@@ -380,7 +385,7 @@ def lkc_adult(scale: float) -> dict[str, Any]:
                 "peak_rss_mb": out["peak_rss_mb"]}
     base = load_job(_jobs() / "lkc_adult_full.toml").with_params(L=4, K=20, C=1.0)
     alpha = max(1, round(23 * scale))
-    from .. import api
+    from anon_duck import api
     # the blow-up (0.28 GB at scale 1) in the database file, not in memory: under the suite's
     # 1GB cap an in-memory copy held RAM beside the run's own work (1,066 MB peak RSS)
     with _file_database() as con:
@@ -396,7 +401,7 @@ def lkc_adult(scale: float) -> dict[str, Any]:
 @case("verify_lkc", data=_synthetic)
 def verify_lkc(scale: float) -> dict[str, Any]:
     """LKC-privacy verifier (L = 2 over 8 QIs: 28 grouping sets, K = 5, C = 0.5) on 1M rows × scale."""
-    from ..verifiers import lkc_privacy
+    from anon_duck.verifiers import lkc_privacy
     con, n = _loaded(scale)
     seconds, res = _second_call(lambda: lkc_privacy(DuckDBBackend(con), relation="t", qis=QIS, sensitive="sens",
                                                     L=2, K=5, C=0.5))
@@ -420,7 +425,7 @@ def _synthetic_codes(scale: float) -> tuple[Path, int]:
 @case("verify_km", data=_synthetic_codes)
 def verify_km(scale: float) -> dict[str, Any]:
     """k^m-anonymity verifier (k = 5, m = 2) on 1M (id, code) pairs × scale."""
-    from ..verifiers import km_anonymity
+    from anon_duck.verifiers import km_anonymity
     con, n = _loaded(scale, _synthetic_codes)
     seconds, res = _second_call(lambda: km_anonymity(DuckDBBackend(con), relation="t", id_col="id", code_col="code",
                                                      k=5, m=2))
@@ -455,7 +460,7 @@ def _synthetic_kkm(scale: float) -> tuple[Path, int]:
 def verify_kkm(scale: float) -> dict[str, Any]:
     """(k, k^m)-anonymity verifier (k = 5, m = 2) on 250K records × scale and their 1M × scale
     (id, token) rows."""
-    from ..verifiers import kkm_anonymity
+    from anon_duck.verifiers import kkm_anonymity
     con, n = _loaded(scale, _synthetic_kkm, records=_kkm_records)
     seconds, res = _second_call(lambda: kkm_anonymity(DuckDBBackend(con), relation="r", qis=KKM_QIS,
                                                       codes_relation="t", id_col="id", code_col="token", k=5, m=2))
@@ -477,7 +482,7 @@ def artuc_informs(scale: float) -> dict[str, Any]:
     ε lifted so the run reports S instead of failing; below scale 1, the paper's toy."""
     import dataclasses
 
-    from ..job import load_job
+    from anon_duck.job import load_job
     if scale < 1:
         job = load_job(_jobs() / "artuc_toy.toml")
     else:
@@ -506,7 +511,7 @@ def _ehrd_job(scale: float) -> Job:
 @case("artuc_ehrd", data=_ehrd_job)
 def artuc_ehrd(scale: float) -> dict[str, Any]:
     """ArtUC on EHRD-like data (seed 000 Table 5 shape: 208,387 × scale records, Age + Gender,
-    13,963 ICD-9 leaves, mean 16.21 codes; ``anon_duck.bench.generators.ehrd_like``) with UC1
+    13,963 ICD-9 leaves, mean 16.21 codes; ``benchmarks.generators.ehrd_like``) with UC1
     (12-year Age bands, Gender All, ICD-9 chapters), k = 10, m = 2, δ = 0.04, Step 20 scoring
     the 4 partners of least NCP increase (spec §3.3 [rec]), ε lifted so S is reported. At
     scale 0.01 and below (``--quick``), 1,000 records."""
@@ -523,7 +528,7 @@ def _informs_like_job(scale: float) -> Job:
 @case("artuc_informs_like", data=_informs_like_job)
 def artuc_informs_like(scale: float) -> dict[str, Any]:
     """ArtUC on INFORMS-like data (33,961 × scale persons, calibrated to fixtures/informs;
-    ``anon_duck.bench.generators.informs_like``) with the job of ``artuc_informs_uc1.toml``:
+    ``benchmarks.generators.informs_like``) with the job of ``artuc_informs_uc1.toml``:
     UC1, k = 10, m = 2, δ = 0.06, 4 merge partners. For the scaling curve (×1…×8). Below scale
     1 (``--quick``) δ = 0.5: a small sample's clusters are coarser than δ = 0.06 admits (Step 16)."""
     return _artuc_figures(_run_job(_informs_like_job(scale)))

@@ -1,6 +1,6 @@
 """Benchmark and Appendix-A-style sweep on synthetic Table I cohorts (run by hand, never in tests).
 
-    python -m anon_duck.bench.papers.longitudinal D50_pop 5 [n_patients] [ags|baseline]
+    python -m benchmarks.papers.longitudinal D50_pop 5 [n_patients] [ags|baseline]
 
 prints one JSON line: cohort, n, k, alignment, seconds (whole ``api.run``), peak RSS in MiB,
 ILM/ALM (Algorithm 3 and Definition 8), clusters and the verifier's verdict.
@@ -14,9 +14,9 @@ import time
 
 import duckdb
 
-from ... import api
-from ...backend.duckdb import DuckDBBackend
-from ...job import parse_job
+from anon_duck import api
+from anon_duck.backend.duckdb import DuckDBBackend
+from anon_duck.job import parse_job
 from ..generators.cohort import TABLE_I, generate, job_text
 
 

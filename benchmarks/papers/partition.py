@@ -1,9 +1,9 @@
 """The price and the memory of partitioned runs (docs/scale.md; run by hand, never in tests).
 
-    python -m anon_duck.bench.papers.partition curve [out.png]
-    python -m anon_duck.bench.papers.partition memory CASE SIZE SCALE...
-    python -m anon_duck.bench.papers.partition memory-partitioned CASE SIZE SCALE...
-    python -m anon_duck.bench.papers.partition one CASE SCALE SIZE
+    python -m benchmarks.papers.partition curve [out.png]
+    python -m benchmarks.papers.partition memory CASE SIZE SCALE...
+    python -m benchmarks.papers.partition memory-partitioned CASE SIZE SCALE...
+    python -m benchmarks.papers.partition one CASE SCALE SIZE
 
 ``curve``: the utility of ArtUC on INFORMS (fixtures/jobs/artuc_informs_uc1.toml: NCP, ARE of
 W1-W3, UL) and of disassociation on BMS-WebView-1 (fixtures/jobs/disassociation_bms.toml: ARE of
@@ -11,7 +11,7 @@ W1/W2, expected and over 10 reconstructions) at the same k against ``partition_s
 (:data:`SIZES`, then unpartitioned), as measured by ``api.report``; one JSON line per point,
 then a markdown table, and a PNG of the curves when matplotlib is installed. ``memory``: the
 peak RSS of a bench case (``disassociation_bms``: BMS-WebView-1 blown up SCALE times;
-``artuc_ehrd``: 208,387 × SCALE EHRD-like records; anon_duck.bench.cases), one fresh process
+``artuc_ehrd``: 208,387 × SCALE EHRD-like records; benchmarks.cases), one fresh process
 per run (``one``, a database file, DuckDB's memory_limit 100MB or 1GB), with ``partition_size`` = SIZE
 and unpartitioned (``memory-partitioned``: partitioned only).
 """
@@ -30,13 +30,14 @@ from typing import Any
 
 import duckdb
 
-from ... import api
-from ...job import Job, load_job
+from anon_duck import api
+from anon_duck.job import Job, load_job
 from ..cases import _bms_job, _ehrd_job
+from .. import ROOT, child_env
 
-JOBS = Path(__file__).resolve().parents[3] / "fixtures" / "jobs"
+JOBS = ROOT / "fixtures" / "jobs"
 SIZES = (1000, 2000, 5000, 10000, 20000)
-# bench cases (anon_duck.bench.cases) by name: scale -> job, and DuckDB's memory_limit for it
+# bench cases (benchmarks.cases) by name: scale -> job, and DuckDB's memory_limit for it
 # (ArtUC's readable release aggregates each record's code text, which does not spill below ~1GB)
 CASES = {"disassociation_bms": _bms_job, "artuc_ehrd": _ehrd_job}
 DUCKDB_MEMORY = {"disassociation_bms": "100MB", "artuc_ehrd": "1GB"}
@@ -147,8 +148,8 @@ def memory(case: str, size: int, scales: list[float], whole: bool) -> None:
     when ``whole``."""
     for scale in scales:
         for s in (size, None) if whole else (size,):
-            out = subprocess.run([sys.executable, "-m", "anon_duck.bench.papers.partition", "one", case, str(scale),
-                                  str(s or 0)], check=True, capture_output=True, text=True)
+            out = subprocess.run([sys.executable, "-m", "benchmarks.papers.partition", "one", case, str(scale),
+                                  str(s or 0)], check=True, capture_output=True, text=True, env=child_env())
             print(out.stdout.strip(), flush=True)
 
 

@@ -1,20 +1,21 @@
-"""The ArtUC bench data generators (anon_duck.bench.generators) and the jobs of the
+"""The ArtUC bench data generators (benchmarks.generators) and the jobs of the
 ``artuc_ehrd`` / ``artuc_informs_like`` cases, at small sizes."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
 
 import anon_duck
-from anon_duck.bench import artuc as bench_artuc
-from anon_duck.bench.generators import ehrd_like, informs_like
+from benchmarks import artuc as bench_artuc
+from benchmarks.generators import ehrd_like, informs_like
 from anon_duck.job import Settings
 from anon_duck.sqlrender import render
 
-from conftest import FIXTURES
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _rows(path):

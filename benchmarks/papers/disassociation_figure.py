@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Mapping
 
-from ...backend.base import Backend
-from ...sqlrender import render
+from anon_duck.backend.base import Backend
+from anon_duck.sqlrender import render
 
 
 def render_release(backend: Backend, tables: Mapping[str, tuple[str, ...]], n_clusters: int = 10) -> str:

@@ -13,7 +13,7 @@
   {2, 5, 10, 25}, m in {1, 2, 3}, each release through ``anon_duck.run`` (anonymize,
   independent audit, publish), verified / clusters / seconds per setting.
 
-Run ``python -m anon_duck.bench.papers.disassociation compare``, ``... pairs``, ``... growth``
+Run ``python -m benchmarks.papers.disassociation compare``, ``... pairs``, ``... growth``
 or ``... sweep``.
 """
 from __future__ import annotations
@@ -31,17 +31,17 @@ from typing import Iterator
 import duckdb
 import numpy as np
 
-from ...backend.duckdb import DuckDBBackend
-from ...inputs import prepare
-from ...job import Job, load_job
-from ...sqlrender import render
-from ...methods.disassociation import disassociate
-from ...methods.disassociation.encoding import Records, encode
-from ...methods.disassociation.params import check_params
-from ...methods.disassociation.policy import build_policy
-from ...methods.disassociation.release import Structure
+from anon_duck.backend.duckdb import DuckDBBackend
+from anon_duck.inputs import prepare
+from anon_duck.job import Job, load_job
+from anon_duck.sqlrender import render
+from anon_duck.methods.disassociation import disassociate
+from anon_duck.methods.disassociation.encoding import Records, encode
+from anon_duck.methods.disassociation.params import check_params
+from anon_duck.methods.disassociation.policy import build_policy
+from anon_duck.methods.disassociation.release import Structure
+from .. import ROOT, child_env
 
-ROOT = Path(__file__).resolve().parents[3]
 JOBS = ROOT / "fixtures" / "jobs"
 POLICY_ARGS = {"level1": {}, "level2": {}, "sim": {"sim_size": 10}, "sup": {"sup_percent": 1.25}}
 SWEEP_JOBS = {"bms": "disassociation_bms.toml", "informs": "disassociation_informs.toml"}
@@ -156,9 +156,9 @@ def growth(factors: list[int], seed: int, workdir: Path) -> list[dict]:
     for f in factors:
         data = workdir / f"bms_x{f}.parquet"
         n = blow_up(source, f, seed, data) if f > 1 else None
-        out = subprocess.run([sys.executable, "-m", "anon_duck.bench.papers.disassociation", "_once",
+        out = subprocess.run([sys.executable, "-m", "benchmarks.papers.disassociation", "_once",
                               str(JOBS / "disassociation_bms.toml"), str(data if f > 1 else source)],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=child_env())
         rows.append({"factor": f, **json.loads(out.stdout.strip().splitlines()[-1])})
         assert n is None or rows[-1]["records"] == n
     return rows
@@ -188,7 +188,7 @@ def sweep(datasets: list[str], ks: list[int], ms: list[int]) -> Iterator[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m anon_duck.bench.papers.disassociation")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.papers.disassociation")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("compare")
     c.add_argument("--policies", default="level1,level2,sim,sup")

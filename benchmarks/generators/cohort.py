@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...hierarchy import read_builtin_rows
+from anon_duck.hierarchy import read_builtin_rows
 
 D4_CODES = ("250", "272", "401", "724")   # Section V-A: the four comorbid codes of [43]
 
