@@ -12,6 +12,8 @@ import pytest
 
 import anon_duck
 from anon_duck import api
+from anon_duck.backend.duckdb import DuckDBBackend
+import anon_duck.release
 from anon_duck.errors import InputError, JobError, VerificationError
 from anon_duck.job import Source
 from anon_duck.methods import get_method
@@ -121,13 +123,13 @@ def test_rows_are_not_in_input_order(con, job_file, monkeypatch):
     job = _with_table(job_file("toy_fulldomain.toml"), "patients")
     _load_toy(con)
     staged_rows: list[list[tuple]] = []
-    real_publish = api._publish
+    real_publish = anon_duck.release.publish
 
     def capture(backend, job, tables, checks, facts):
         release = next(t for t in tables if t.suffix == "release")
         staged_rows.append(con.execute(f"SELECT * FROM {qualified(release.staged)}").fetchall())
         return real_publish(backend, job, tables, checks, facts)
-    monkeypatch.setattr(api, "_publish", capture)
+    monkeypatch.setattr(anon_duck.release, "publish", capture)
     orders = []
     for seed in (1, 1, 2):
         anon_duck.run(con, dataclasses.replace(job, release=dataclasses.replace(job.release, seed=seed)))
@@ -202,13 +204,13 @@ def test_export_never_overwrites_and_leaves_nothing_on_failure(con, job_file, tm
         anon_duck.export(con, job, tmp_path / first)        # three paths, three exports
         with pytest.raises(InputError, match="never writes over an earlier export"):
             anon_duck.export(con, job, tmp_path / first)
-    real_run = api.DuckDBBackend.run
+    real_run = DuckDBBackend.run
 
     def failing(self, stage, sql, params=None):
         if stage == "export toy_k2_meta":
             raise anon_duck.AnonDuckError("disk full")
         return real_run(self, stage, sql, params)
-    monkeypatch.setattr(api.DuckDBBackend, "run", failing)
+    monkeypatch.setattr(DuckDBBackend, "run", failing)
     for to in ("new", "new.duckdb"):
         with pytest.raises(anon_duck.AnonDuckError, match="disk full"):
             anon_duck.export(con, job, tmp_path / to)
@@ -345,7 +347,7 @@ def test_fetch_keeps_nulls_as_nulls(con):
     from anon_duck.backend import DuckDBBackend
     from anon_duck.sqlrender import render
     con.execute("CREATE TABLE n AS SELECT * FROM (VALUES (1, 'a'), (NULL, NULL)) t(i, s)")
-    out = DuckDBBackend(con).fetch("t", render("bench/select_all.sql.j2", relation=("n",)))
+    out = DuckDBBackend(con).fetch("t", f"SELECT * FROM {qualified(('n',))}")
     assert out["i"][0] == 1 and np.isnan(out["i"][1])
     assert out["s"][0] == "a" and out["s"][1] is None
 

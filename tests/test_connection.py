@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 import anon_duck
+import anon_duck.session
 from anon_duck.errors import InputError
 from anon_duck.job import Settings, load_job
 
@@ -132,7 +133,7 @@ def test_settings_come_back_after_ctrl_c(where, monkeypatch):
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(anon_duck.api, "prepare" if where == "work" else "drop_scratch", interrupt)
+    monkeypatch.setattr(*((anon_duck.api, "prepare") if where == "work" else (anon_duck.session, "drop_scratch")), interrupt)
     with pytest.raises(KeyboardInterrupt):
         anon_duck.run(con, job)
     assert _settings(con) == ("953.6 MiB", 2)

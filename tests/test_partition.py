@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from anon_duck import api
+from anon_duck.session import session
 from anon_duck.errors import InputError, JobError
 from anon_duck.inputs import prepare
 from anon_duck.job import load_job, parse_job
@@ -146,7 +147,7 @@ def test_longitudinal_partitioned_union_is_k_anonymous(con):
 
 def test_fragments_cover_every_person_once_within_the_size(con):
     job = _codes_job(con, n=100)
-    with api._session(con, job) as backend:
+    with session(con, job) as backend:
         inputs = prepare(backend, job)
         for split, size in (("codes", 30), ("sort", 30), ("codes", 7), ("sort", 100)):
             frag = fragment(backend, job, inputs, size, split, lambda *_: None)
@@ -274,7 +275,7 @@ def test_codes_fragments_equal_the_first_rule_on_random_inputs(seed, chain, monk
     job = parse_job('[input]\nid = "pid"\ntable = "people"\n[input.codes]\ntable = "visits"\nid = "pid"\n'
                     'code = "code"\n[method]\nname = "disassociation"\nk = 1\nm = 2\n[release]\nname = "dis"\n')
     rounds = []
-    with api._session(con, job) as backend:
+    with session(con, job) as backend:
         inputs = prepare(backend, job)
         for size in (2, 3, 7, 20, len(codes) // 2, len(codes)):
             frag = fragment(backend, job, inputs, size, "codes", lambda *_: None)
@@ -292,7 +293,7 @@ def test_explicit_policy_holds_in_each_fragment_on_the_codes_it_holds(con):
     fragment runs, partitioned or not."""
     job = _sized(load_job(JOBS / "disassociation_toy.toml"), 6)
     named = {c for _, codes in job.params["constraints"].items() for c in codes}
-    with api._session(con, job) as backend:
+    with session(con, job) as backend:
         frag = fragment(backend, job, prepare(backend, job), 6, "codes", lambda *_: None)
         held = con.execute(f'SELECT f.fragment, list(DISTINCT c.code) FROM temp.main."{frag.table[2]}" AS f '
                            'JOIN temp.main._ad_codes AS c ON c.id = f.id GROUP BY f.fragment').fetchall()

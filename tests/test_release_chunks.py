@@ -1,5 +1,5 @@
 """Issue #22: on DuckDB a seeded release table is copied in release order in chunks of
-consecutive digests (api._copy_in_order), so no sort holds the whole table's row text. The
+consecutive digests (release/order.py copy_in_order), so no sort holds the whole table's row text. The
 chunks must give exactly the one-statement order (release/publish_table), ties between rows of
 one digest included, and an export must be the same file either way."""
 from __future__ import annotations
@@ -11,14 +11,16 @@ import pytest
 
 import anon_duck
 from anon_duck import api
+from anon_duck.release import exports as release_export, order as release_order
+from anon_duck.release.order import copy_in_order
 from anon_duck.backend.duckdb import DuckDBBackend
-from anon_duck.sqlrender import render
+from anon_duck.sqlrender import qualified, render
 
 from conftest import JOBS
 
 
 def _stored(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple]:
-    return con.execute(render("bench/select_all.sql.j2", relation=(table,))).fetchall()
+    return con.execute(f"SELECT * FROM {qualified((table,))}").fetchall()
 
 
 def test_chunks_give_the_one_statement_order(con, monkeypatch):
@@ -29,15 +31,15 @@ def test_chunks_give_the_one_statement_order(con, monkeypatch):
                 "(i % 50) / 3.0 AS c FROM range(300) r(i)")
     backend = DuckDBBackend(con)
     monkeypatch.setattr(DuckDBBackend, "sort_budget", lambda self: None)
-    api._copy_in_order(backend, "one", ("main", "whole"), ("main", "src"), True, 7)
+    copy_in_order(backend, "one", ("main", "whole"), ("main", "src"), True, 7)
     monkeypatch.setattr(DuckDBBackend, "sort_budget", lambda self: 200)     # about 8 rows' text per chunk
-    api._copy_in_order(backend, "chunked", ("main", "chunked"), ("main", "src"), True, 7)
+    copy_in_order(backend, "chunked", ("main", "chunked"), ("main", "src"), True, 7)
     chunks = [stage for stage, _ in backend.trace if stage.startswith("chunked: chunk ")]
     assert len(chunks) > 20
     assert _stored(con, "chunked") == _stored(con, "whole")
     assert sorted(_stored(con, "whole"), key=repr) == sorted(_stored(con, "src"), key=repr)
     con.execute("CREATE TABLE nothing AS SELECT * FROM src LIMIT 0")
-    api._copy_in_order(backend, "empty", ("main", "empty"), ("main", "nothing"), True, 7)
+    copy_in_order(backend, "empty", ("main", "empty"), ("main", "nothing"), True, 7)
     assert _stored(con, "empty") == [] and [r[0] for r in con.execute("DESCRIBE empty").fetchall()] == ["a", "b", "c"]
 
 
@@ -54,7 +56,7 @@ def test_a_table_below_one_budget_is_one_statement(con, monkeypatch):
     for budget in (total, total + 1):
         monkeypatch.setattr(DuckDBBackend, "sort_budget", lambda self, b=budget: b)
         backend = DuckDBBackend(con)
-        api._copy_in_order(backend, "copy", ("main", f"copy_{budget}"), ("main", "src"), True, 7)
+        copy_in_order(backend, "copy", ("main", f"copy_{budget}"), ("main", "src"), True, 7)
         copies[budget] = [stage for stage, _ in backend.trace if stage.startswith("copy")]
     assert copies[total][-4:] == ["copy: chunks", "copy: chunk 1/2", "copy: chunk 2/2", "copy: drop keys"]
     assert copies[total + 1] == ["copy: columns", "copy: bytes", "copy"]
@@ -67,7 +69,8 @@ def test_toy_below_its_budget_never_chunks(tmp_path, monkeypatch):
     def chunked(*args, **kwargs):
         raise AssertionError("copied in chunks")
     monkeypatch.setattr(DuckDBBackend, "sort_budget", lambda self: 1 << 20)
-    monkeypatch.setattr(api, "_copy_chunks", chunked)
+    monkeypatch.setattr(release_order, "copy_chunks", chunked)
+    monkeypatch.setattr(release_export, "copy_chunks", chunked)
     job = anon_duck.load_job(JOBS / "artuc_toy.toml")
     with duckdb.connect() as con:
         anon_duck.run(con, job)
@@ -89,7 +92,7 @@ def test_export_is_the_same_file_in_chunks(tmp_path, monkeypatch, target):
             files = api.export(con, job, tmp_path / str(budget) / target)
             if target.endswith(".duckdb"):
                 con.execute(render("release/attach.sql.j2", alias="x", path=str(files[0])))
-                digests.append({t: con.execute(render("bench/select_all.sql.j2", relation=("x", "main", t))).fetchall()
+                digests.append({t: con.execute(f"SELECT * FROM {qualified(('x', 'main', t))}").fetchall()
                                 for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'x'").fetchall()})
             else:
                 digests.append({f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files})

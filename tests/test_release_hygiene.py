@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 import anon_duck
+from anon_duck.release import ReleaseNames, analyst_views, release_tables
 import anon_duck.api  # anon_duck.api.* below: the package loads it lazily (PEP 562)
 from anon_duck.job import Source, load_job
 from anon_duck.sqlrender import ident
@@ -39,15 +40,15 @@ def test_release_hygiene(path, tmp_path):
         assert result.verified
         if src:
             assert table_fingerprint(con, src) == before
-        published = {f"{job.release.name}_{t}" for t in anon_duck.api.release_tables(
-            anon_duck.api.backend_for(con, job), job)} | {f"{job.release.name}_meta"} | \
-            {anon_duck.api.view_name(job.release.name, v) for v in anon_duck.api._views(job)}   # analyst views
+        names = ReleaseNames(job.release.name)
+        published = {names.table(t) for t in release_tables(anon_duck.api.backend_for(con, job), job)} | \
+            {names.meta} | {names.view(v) for v in analyst_views(job)}   # analyst views
         assert user_tables(con) - {"src"} == published            # nothing else, no scratch
         forbidden = {c for c in (job.dataset.id, *job.dataset.drop) if c}
         for table in published - {f"{job.release.name}_meta"}:
             cols = {r[0] for r in con.execute(f"DESCRIBE {ident(table)}").fetchall()}
             assert not cols & forbidden, f"{table} publishes {cols & forbidden}"
-        views = {anon_duck.api.view_name(job.release.name, v) for v in anon_duck.api._views(job)}
+        views = {names.view(v) for v in analyst_views(job)}
 
         def rows(t: str) -> list:     # a table in its published order; a view has none of its own
             fetched = con.execute(f"SELECT * FROM {ident(t)}").fetchall()

@@ -13,7 +13,7 @@ import pytest
 
 import anon_duck
 import anon_duck.api
-from anon_duck.api import _view_sql, release_tables
+from anon_duck.release import release_tables, view_sql as _view_sql
 from anon_duck.methods import get_method
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.backend.spark import Action, to_spark
@@ -311,7 +311,7 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
     con = _copied_to_duckdb(spark, job, on_spark.tables)
     checked = anon_duck.verify(con, job)
     assert _checks(checked[:-1]) == _checks(on_spark.checks)
-    assert _checks(checked[-1:]) == _checks([anon_duck.api._check_views(spark, job)])     # analyst_views
+    assert _checks(checked[-1:]) == _checks([anon_duck.release.check_views(spark, job)])     # analyst_views
     assert checked[-1].name == "analyst_views" and checked[-1].passed
     assert not spark.scratch_tables(("temp", "main", "_ad_"))          # the session's scratch is gone
     assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]  # and staging
@@ -486,7 +486,7 @@ DUCKDB_BACKEND_OWN = {
     # exports are written by DuckDB's writers on every engine (Spark's release is copied into an
     # in-memory DuckDB first: backend.local_copy)
     "release/export_file.sql.j2", "release/attach.sql.j2", "release/detach.sql.j2",
-    # DuckDB copies a seeded release table beyond its sort budget in chunks (api._copy_in_order);
+    # DuckDB copies a seeded release table beyond its sort budget in chunks (release/order.py);
     # Spark's sort spills, so it publishes in one statement (release/publish_table)
     "release/row_bytes.sql.j2", "release/order_keys.sql.j2", "release/order_chunks.sql.j2",
     "release/copy_chunk.sql.j2"}

@@ -41,7 +41,7 @@ def renderings(tmp_path_factory):
             anon_duck.run(con, dataclasses.replace(load_job(TOY_JOBS[0]), settings=Settings("1GB", 1)))
         with duckdb.connect() as con, pytest.MonkeyPatch.context() as patch:
             # a sort budget of a few rows: the toys' tables are below DuckDB's, so only this
-            # publishes and exports in chunks (api._copy_in_order)
+            # publishes and exports in chunks (release/order.py)
             patch.setattr(DuckDBBackend, "sort_budget", lambda self: 64)
             toy = load_job(JOBS / "artuc_toy.toml")
             anon_duck.run(con, toy)

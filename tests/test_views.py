@@ -11,7 +11,7 @@ import sqlglot
 from sqlglot import exp
 
 import anon_duck
-from anon_duck.api import view_name
+from anon_duck.release import ReleaseNames
 from anon_duck.errors import InputError
 from anon_duck.job import load_job
 from anon_duck.methods import get_method
@@ -38,7 +38,7 @@ def released():
 @pytest.mark.parametrize("toy", TOYS)
 def test_views_read_only_the_release_tables_and_verify(released, toy):
     con, job = released[toy], load_job(JOBS / f"{toy}.toml")
-    names = [view_name(job.release.name, v) for v in get_method(job.method).views]
+    names = [ReleaseNames(job.release.name).view(v) for v in get_method(job.method).views]
     assert names[0] == job.release.name
     listed = {r[0] for r in con.execute(f"SELECT value FROM \"{job.release.name}_meta\" WHERE key = 'table'").fetchall()}
     for name in names:

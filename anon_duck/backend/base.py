@@ -27,7 +27,7 @@ class Backend(Protocol):
         many, so one setting bounds the CPU a run takes."""
 
     def sort_budget(self) -> int | None:
-        """Bytes of row text one sort may hold when a release table is published (api._copy_in_order),
+        """Bytes of row text one sort may hold when a release table is published (release/order.py),
         or None if the engine's sort of any size stays within its memory (Spark spills)."""
 
     def restore_settings(self) -> None:

@@ -505,7 +505,7 @@ def _first_line(err: Exception) -> str:
 @contextlib.contextmanager
 def _no_transaction() -> Iterator[None]:
     """Spark SQL has no multi-statement transactions: publication writes every table under a
-    staging name and renames them into place last (api._publish; docs/spark.md)."""
+    staging name and renames them into place last (release/publication.py; docs/spark.md)."""
     yield
 
 
