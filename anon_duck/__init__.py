@@ -7,19 +7,23 @@
 from __future__ import annotations
 
 from .errors import AnonDuckError, InfeasibleError, InputError, JobError, VerificationError  # noqa: E402
-from .job import load_job, parse_job  # noqa: E402
 from .version import __version__  # noqa: E402
 
 _API = ("run", "verify", "report", "export", "inspect")
+_JOB = ("load_job", "parse_job")
 
 
 def __getattr__(name: str):
-    """``anon_duck.run`` and the other API calls, imported on first use (PEP 562): importing a
-    method package (``anon_duck.methods.lkc``) then loads the package's base but never the API
-    that sits above the methods."""
+    """``anon_duck.run``, the other API calls and the job readers, imported on first use (PEP
+    562): importing a method package (``anon_duck.methods.lkc``) then loads the package's base
+    but never the API that sits above the methods, and importing the package loads neither
+    DuckDB nor numpy (the CLI holds Ctrl-C while it imports them: anon_duck/__main__.py)."""
     if name in _API:
         from . import api
         return getattr(api, name)
+    if name in _JOB:
+        from . import job
+        return getattr(job, name)
     raise AttributeError(f"module 'anon_duck' has no attribute {name!r}")
 
 __all__ = ["run", "verify", "report", "export", "inspect", "load_job", "parse_job", "AnonDuckError", "JobError",

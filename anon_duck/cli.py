@@ -53,9 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     def job_cmd(name: str, help_: str, func) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_, description=help_)
         c.add_argument("job", type=Path, help="job file (TOML)")
-        if name == "inspect":
+        if name in INPUT_ONLY:
             c.add_argument("--db", default=":memory:",
-                           help="DuckDB database file (default: in-memory); with --engine spark a warehouse folder")
+                           help="DuckDB database file holding input tables, if the job names any (default: "
+                                "in-memory; a file that does not exist yet is not created: this command writes "
+                                "nothing); with --engine spark a warehouse folder")
         else:   # a release in an in-memory database would vanish with the process
             c.add_argument("--db", required=True, help="DuckDB database file holding the input and the release; "
                                                        "with --engine spark, the Spark warehouse folder")
@@ -63,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="where the work runs (default: duckdb); spark needs the spark extra and Java 17+")
         c.add_argument("--spark-master", default=None, metavar="URL",
                        help="Spark master with --engine spark (default: local[*], or spark-submit's --master)")
-        c.set_defaults(func=func)
+        c.set_defaults(func=func, command=name)
         return c
 
     job_cmd("run", "anonymize, verify and publish the release into the database", _run)
@@ -129,6 +131,9 @@ def _threshold(text: str) -> float:
 
 
 ENGINES = ("duckdb", "spark")
+INPUT_ONLY = ("inspect", "risk", "sweep")
+"""Commands that read only the job's input and publish nothing: --db is optional, and a database
+that does not exist yet is an empty one."""
 SWEEP_PARAMS: dict[str, type] = {"k": int, "m": int, "L": int, "K": int, "h": float, "C": float}
 """The parameters ``sweep`` can vary: k (most methods), m (ArtUC, disassociation, cba), L/K/C (lkc),
 h (counterfeit). The method's own parameter check refuses one it does not have."""
@@ -156,13 +161,16 @@ def _sweep_values(name: str, kind: type):
 @contextlib.contextmanager
 def _connect(args: argparse.Namespace, *, read_only: bool = False) -> Iterator[Any]:
     """The command's connection: a DuckDB connection, or with ``--engine spark`` a SparkSession
-    over the warehouse folder ``--db`` (stopped at the end)."""
+    over the warehouse folder ``--db`` (stopped at the end). A command of :data:`INPUT_ONLY`
+    reads an absent database as an empty one, and creates nothing."""
     if args.engine == "spark":
         with _spark(args, read_only=read_only) as spark:
             yield spark
         return
     if args.spark_master:
         raise InputError("--spark-master needs --engine spark")
+    if getattr(args, "command", None) in INPUT_ONLY and not Path(args.db).exists():
+        args = argparse.Namespace(**{**vars(args), "db": ":memory:"})
     with _duckdb(args, read_only=read_only) as con:
         yield con
 
@@ -170,14 +178,19 @@ def _connect(args: argparse.Namespace, *, read_only: bool = False) -> Iterator[A
 @contextlib.contextmanager
 def _spark(args: argparse.Namespace, *, read_only: bool) -> Iterator[Any]:
     """A release lives in the warehouse folder and its catalog; commands that only read refuse
-    a folder that does not hold one, before Spark starts. ``inspect`` without ``--db`` works in
-    a folder of its own, removed at the end. The session is stopped at the end unless it was
+    a folder that does not hold one, before Spark starts; a file is refused too (Spark would
+    take it for a warehouse and fail on every catalog access). The commands that read only the
+    input (:data:`INPUT_ONLY`) without a warehouse work in a folder of their own, removed at
+    the end. The session is stopped at the end unless it was
     running before (``main()`` called from a program that has one)."""
     from .backend.spark import running_session, spark_session
 
     with contextlib.ExitStack() as stack:
         folder = args.db
-        if folder == ":memory:":
+        if Path(folder).is_file():
+            raise InputError(f"--db {folder}: a file; with --engine spark, --db names the Spark warehouse folder "
+                             "(a new or empty folder for a first run; nothing was run)")
+        if folder == ":memory:" or (getattr(args, "command", None) in INPUT_ONLY and not (Path(folder) / "metastore_db").is_dir()):
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="anon_duck_spark_"))
         elif read_only and not (Path(folder) / "metastore_db").is_dir():
             raise InputError(f"--db {folder}: no Spark warehouse here (a folder that anon-duck run --engine spark "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+from . import interrupts
 from .backend.base import Backend
 from .backend.duckdb import DuckDBBackend
 from .backend.spark import SparkBackend
@@ -33,7 +34,10 @@ def _is_spark(con: Any) -> bool:
 
 @contextlib.contextmanager
 def session(con: Connection, job: Job, *, publishes: bool = False) -> Iterator[Backend]:
-    """One API call's backend: the job's settings hold inside it.
+    """One API call's backend: the job's settings hold inside it. The cleanup on the way out
+    holds Ctrl-C until it is done (a cleanup cut short leaves scratch tables and the job's
+    settings behind); a Ctrl-C held there stops a call that had not completed anyway, and comes
+    too late to stop one that had (its release is published: saying otherwise would be false).
 
     Before any setting or table is touched, every call refuses a connection with a
     transaction open: publication is a transaction of its own and DuckDB cannot nest one, an
@@ -43,16 +47,21 @@ def session(con: Connection, job: Job, *, publishes: bool = False) -> Iterator[B
     run would otherwise end in DuckDB's error at publication)."""
     _check_connection(backend_for(con, None), job, publishes)
     backend = backend_for(con, job)
+    completed = False
     try:
         yield backend
+        completed = True
     finally:
-        try:
-            drop_scratch(backend)
-        finally:
+        with interrupts.held() as held:
             try:
-                backend.restore_settings()
-            except AnonDuckError:
-                pass  # the connection is unusable (e.g. interrupted); nothing to give back
+                backend.cleanup(lambda: drop_scratch(backend))
+            finally:
+                try:
+                    backend.restore_settings()
+                except AnonDuckError:
+                    pass  # the connection is unusable (e.g. interrupted); nothing to give back
+        if held and not completed:
+            raise KeyboardInterrupt("interrupted while cleaning up")
 
 
 def _check_connection(probe: Backend, job: Job, publishes: bool) -> None:

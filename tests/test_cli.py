@@ -10,6 +10,8 @@ from anon_duck.cli import main
 
 from conftest import JOBS
 
+ADULT_JOB = str(JOBS / "adult_fulldomain.toml")
+
 TOY = str(JOBS / "toy_fulldomain.toml")
 
 
@@ -72,11 +74,24 @@ def test_release_commands_need_a_database(capsys):
     assert exc.value.code == 2 and "--db" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args", [["--reps", "0"], ["--curve", "a,b"], ["--curve", "1,-2"]])
-def test_bench_arguments_are_checked(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["bench", "verify_k", *args])
-    assert exc.value.code == 2 and "error: argument" in capsys.readouterr().err
+@pytest.mark.parametrize("command", ["risk", "sweep", "inspect"])
+@pytest.mark.parametrize("db", [None, "new.duckdb"])
+def test_input_only_commands_need_no_database(tmp_path, capsys, monkeypatch, command, db):
+    """risk, sweep and inspect read only the job's input: without --db, or with a database file
+    that does not exist yet, they work on an empty in-memory database and create no file."""
+    monkeypatch.chdir(tmp_path)
+    extra = {"risk": [], "sweep": ["--k", "2,5"], "inspect": []}[command]
+    assert main([command, ADULT_JOB if command != "sweep" else TOY, *extra, *(["--db", db] if db else [])]) == 0
+    assert capsys.readouterr().out.strip()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_spark_refuses_a_database_file_before_spark_starts(tmp_path, capsys):
+    (tmp_path / "t.duckdb").write_bytes(b"")
+    for command in ("run", "verify", "risk"):
+        assert main([command, TOY, "--engine", "spark", "--db", str(tmp_path / "t.duckdb")]) == 2
+        assert f"--db {tmp_path / 't.duckdb'}: a file; with --engine spark, --db names the Spark warehouse folder" \
+            in capsys.readouterr().err
 
 
 def test_a_bug_exits_3_with_its_traceback(tmp_path, capsys, monkeypatch):

@@ -75,3 +75,15 @@ def test_every_documented_module_command_runs_from_where_it_lives(module):
         spec = importlib.util.find_spec(f"{module}.__main__")
         assert spec is not None, f"python -m {module}: the package has no __main__"
     assert 'if __name__ == "__main__":' in open(spec.origin).read(), f"python -m {module} would do nothing"
+
+
+@pytest.mark.parametrize(("message", "ok"), [("Split api.py into a facade\n\nWhy: ...\n", True),
+                                             ("x" * 72 + "\n", True), ("x" * 73 + "\n", False),
+                                             ("Subject\nno blank line\n", False), ("# only a comment\n", False)])
+def test_the_commit_msg_hook_keeps_subjects_short(tmp_path, message, ok):
+    """CONTRIBUTING.md's habit, checked by .githooks/commit-msg: a subject of at most 72
+    characters, a blank line before the body."""
+    (tmp_path / "MSG").write_text(message)
+    proc = subprocess.run(["bash", str(REPO / ".githooks" / "commit-msg"), str(tmp_path / "MSG")],
+                          capture_output=True, text=True)
+    assert (proc.returncode == 0) == ok, proc.stderr

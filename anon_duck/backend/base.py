@@ -3,7 +3,7 @@ aggregates as numpy columns, write a table from numpy columns, and one transacti
 A backend holds no algorithm logic and no SQL text of its own."""
 from __future__ import annotations
 
-from typing import Any, ContextManager, Mapping, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -32,6 +32,11 @@ class Backend(Protocol):
 
     def restore_settings(self) -> None:
         """Give the caller's settings back as they were before the call."""
+
+    def cleanup(self, work: Callable[[], None]) -> None:
+        """Run ``work`` (drop staged or scratch tables) so that it works after an interrupt too:
+        an engine whose client an interrupt can leave mid-conversation (Spark's py4j gateway)
+        runs it on a connection of its own."""
 
     def run(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> None:
         """Execute one statement; ``stage`` names the step for traces and errors."""

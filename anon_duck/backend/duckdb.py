@@ -5,7 +5,7 @@ import contextlib
 import itertools
 import time
 from decimal import ROUND_CEILING, Decimal
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import duckdb
 import numpy as np
@@ -112,17 +112,8 @@ class DuckDBBackend:
     # -- statements --------------------------------------------------------------------
     def _execute(self, stage: str, sql: str, params: Mapping[str, Any] | None):
         t0 = time.perf_counter()
-        try:
+        with _interrupts(stage):
             cur = self.con.execute(sql, dict(params) if params else None)
-        except (duckdb.InterruptException, RuntimeError) as err:
-            # DuckDB turns Ctrl-C during a query into its own error (InterruptException, or a
-            # bare RuntimeError "Query interrupted" from the Python client): surface it as the
-            # interrupt it is, so callers roll back and the CLI says "interrupted".
-            if isinstance(err, RuntimeError) and "interrupted" not in str(err).lower():
-                raise
-            raise KeyboardInterrupt(f"{stage}: interrupted") from err
-        except duckdb.Error as err:
-            raise AnonDuckError(f"{stage}: {err}") from err
         self.trace.append((stage, time.perf_counter() - t0))
         return cur
 
@@ -131,16 +122,24 @@ class DuckDBBackend:
 
     def fetch(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
         cur = self._execute(stage, sql, params)
-        return {k: _unmask(v) for k, v in cur.fetchnumpy().items()}
+        with _interrupts(stage):      # DuckDB streams the result: a Ctrl-C can land here too
+            columns = cur.fetchnumpy()
+        return {k: _unmask(v) for k, v in columns.items()}
 
     def rows(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
-        return self._execute(stage, sql, params).fetchall()
+        cur = self._execute(stage, sql, params)
+        with _interrupts(stage):
+            return cur.fetchall()
 
     def scalar(self, stage: str, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         # fetchall, not fetchone: DuckDB 2.0 keeps a half-read result open, and the next
         # register() on this connection then fails
-        rows = self._execute(stage, sql, params).fetchall()
+        rows = self.rows(stage, sql, params)
         return rows[0][0] if rows else None
+
+    def cleanup(self, work: Callable[[], None]) -> None:
+        """DuckDB's client survives an interrupt: the work runs here."""
+        work()
 
     def write_table(self, name: Sequence[str] | str, columns: Mapping[str, np.ndarray | list]) -> None:
         """Bulk-create a table from numpy columns: register a zero-copy view, CTAS, unregister.
@@ -237,3 +236,20 @@ def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.rollback()
         raise
     con.commit()
+
+
+@contextlib.contextmanager
+def _interrupts(stage: str) -> Iterator[None]:
+    """DuckDB's errors as anon_duck's, and Ctrl-C as the interrupt it is. DuckDB turns Ctrl-C
+    during a query, or while its result streams to Python, into an error of its own
+    (InterruptException, or a bare RuntimeError "Query interrupted" from the Python client):
+    raised as KeyboardInterrupt, callers roll back and the CLI exits 130 saying "interrupted"
+    (a RuntimeError out of a fetch once ended a run as an internal error)."""
+    try:
+        yield
+    except (duckdb.InterruptException, RuntimeError) as err:
+        if isinstance(err, RuntimeError) and "interrupt" not in str(err).lower():
+            raise
+        raise KeyboardInterrupt(f"{stage}: interrupted") from err
+    except duckdb.Error as err:
+        raise AnonDuckError(f"{stage}: {err}") from err

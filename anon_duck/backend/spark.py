@@ -27,10 +27,11 @@ import logging
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import duckdb
 import numpy as np
@@ -312,6 +313,25 @@ class SparkBackend:
 
     def restore_settings(self) -> None:
         """Spark settings are the session's; a job's [settings] are DuckDB's and not applied."""
+
+    def cleanup(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on a thread of its own. py4j gives each Python thread its own gateway
+        connection, and PySpark's SIGINT handler raises KeyboardInterrupt wherever the main
+        thread is, also inside a call waiting for the JVM's answer: that connection then holds
+        an unread answer, and every later call on it fails (the staged tables of an interrupted
+        publication stayed in the warehouse). A new thread talks on a new connection."""
+        failure: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                work()
+            except BaseException as err:   # handed to the caller's thread
+                failure.append(err)
+        thread = threading.Thread(target=target, name="anon_duck cleanup")
+        thread.start()
+        thread.join()
+        if failure:
+            raise failure[0]
 
     @contextlib.contextmanager
     def local_copy(self, tables: Sequence[str]) -> Iterator[Any]:

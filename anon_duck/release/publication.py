@@ -10,6 +10,7 @@ Readers see the old release or the new one; a failure leaves the old one."""
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..backend.base import Backend
@@ -62,7 +63,7 @@ def publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult],
             for view in views:
                 backend.run(f"publish: view {names.view(view)}", view_sql(job, view, "create"))
     except BaseException:
-        drop_staged(backend, staged.values())
+        backend.cleanup(lambda: drop_staged(backend, staged.values()))
         raise
     return published
 
@@ -81,9 +82,12 @@ def _meta_rows(job: Job, names: ReleaseNames, tables: list, checks: list[CheckRe
 
 def drop_staged(backend: Backend, names: Iterable[Sequence[str]]) -> None:
     """After a failed publication: DuckDB rolled the transaction back already (the drops find
-    nothing); on Spark the staged tables written so far go, the previous release stays."""
+    nothing); on Spark the staged tables written so far go, the previous release stays. A
+    table that cannot be dropped is named in a warning (the original error is what the caller
+    sees), never passed over in silence."""
     for source in names:
         try:
             backend.run("publish: drop staged", render("release/drop_table.sql.j2", target=source))
-        except AnonDuckError:
-            pass
+        except AnonDuckError as err:
+            warnings.warn(f"staged table {'.'.join(source)} of a failed publication could not be dropped ({err}); "
+                          "drop it by hand", RuntimeWarning, stacklevel=2)

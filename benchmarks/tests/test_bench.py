@@ -185,3 +185,18 @@ def test_a_case_peak_leaves_out_its_release_digest(monkeypatch):
     monkeypatch.setattr(cases, "release_digest", lambda con, job: calls.append("digest") or "d")
     assert cases.peak_then_digest(None, None) == {"peak_rss_mb": 2.0, "release": "d"}
     assert calls == ["peak", "digest"]
+
+
+@pytest.mark.parametrize("args", [["--reps", "0"], ["--curve", "a,b"], ["--curve", "1,-2"]])
+def test_bench_arguments_are_checked(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["verify_k", *args])
+    assert exc.value.code == 2 and "error: argument" in capsys.readouterr().err
+
+
+def test_a_peer_that_is_not_installed_is_named(monkeypatch):
+    from benchmarks import cases, runner
+    monkeypatch.setitem(cases.NEEDS, "verify_k", "no_such_peer_library")
+    assert "verify_k" not in runner.quick_cases()
+    with pytest.raises(AnonDuckError, match="case 'verify_k' needs no_such_peer_library, which is not installed"):
+        runner.run_cases(["verify_k"], scale=0.01, reps=1)
