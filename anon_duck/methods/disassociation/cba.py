@@ -40,6 +40,7 @@ from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit_cba
 from ..base import AnalystView, Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
 from ..gendiag import gendiag
+from ..papers import cite
 from .encoding import CODE, PAIR, Records, encode
 from .horpart import horpart, merge_small
 from .params import POLICIES, parse_constraints
@@ -181,7 +182,7 @@ def stage(backend: Backend, g: Generalized, seed: int) -> list[ReleaseTable]:
 
 class CBA:
     name = "cba"
-    summary = "CBA-style k^m generalization + suppression of set-valued codes (GenDiag; seed 001 §6.3 baseline)"
+    summary = f"CBA-style k^m generalization + suppression of set-valued codes (GenDiag; the baseline in §6.3 of {cite('disassociation')})"
     views = (AnalystView("", "views/cba_records.sql.j2"), AnalystView("codes", "views/cba_codes.sql.j2"))
 
     def check_params(self, job: Job) -> CbaParams:
