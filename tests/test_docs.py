@@ -118,3 +118,30 @@ def test_citations_match_the_papers_texts():
     assert "k, km)-anonymity" in texts["000"] and "utility constraint" in texts["000"]
     assert "ydchung@korea.ac.kr" in texts["002"] and "counterfeit record" in texts["002"]
     assert "blood transfusion service" in texts["003"].lower() and "lkc-privacy" in texts["003"].lower()
+
+
+# ------------------------------------------------------------------------------------------
+# docs/CONTRIBUTING_CHECKS.md (item 16): every file, test and macro it points to exists
+# ------------------------------------------------------------------------------------------
+GUIDE = REPO / "docs" / "CONTRIBUTING_CHECKS.md"
+
+
+def test_the_checks_guide_names_only_files_that_exist():
+    text = GUIDE.read_text()
+    paths = {p for p in re.findall(r"`((?:tests|macros|sql|anon_duck|docs)/[\w/.<>-]+|README\.md|dbt_project\.yml)`", text)
+             if "<" not in p}
+    assert len(paths) >= 11
+    assert [p for p in sorted(paths) if not (REPO / p).exists()] == []
+
+
+def test_the_checks_guide_names_only_tests_and_macros_that_exist():
+    text = GUIDE.read_text()
+    tests = "".join(p.read_text() for p in (REPO / "tests").glob("test_*.py"))
+    for name in set(re.findall(r"`(test_\w+)`", text)) - {"test_verify", "test_dbt", "test_spark"}:
+        assert f"def {name}(" in tests, name
+    macros = (REPO / "macros" / "l_diversity.sql").read_text()
+    for name in ("l_diversity_violations", "l_diversity_classes", "l_diversity_violated"):
+        assert f"{{% macro {name}(" in macros and f"`{name}" in text
+    assert "{% test l_diverse(" in (REPO / "macros" / "generic_tests" / "privacy_tests.sql").read_text()
+    from anon_duck.verifiers import models
+    assert "l_diversity" in models.__all__
