@@ -92,5 +92,7 @@ def test_a_bug_exits_3_with_its_traceback(tmp_path, capsys, monkeypatch):
 def test_methods_lists_every_registered_method(capsys):
     from anon_duck.methods import method_names
     assert main(["methods"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    listing, papers = capsys.readouterr().out.split("\n\npapers:\n")     # the papers follow the methods
+    lines = listing.splitlines()
     assert [line.split()[0] for line in lines] == method_names() and all(len(line.split()) > 3 for line in lines)
+    assert len(papers.splitlines()) == 5 and all(line.startswith("  ") for line in papers.splitlines())
