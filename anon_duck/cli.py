@@ -111,8 +111,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _methods(args: argparse.Namespace) -> int:
     from .methods import get_method, method_names
+    from .methods.papers import references
     for name in method_names():
         print(f"{name:<16} {get_method(name).summary}")
+    print("\npapers:")
+    for line in references():
+        print(f"  {line}")
     return 0
 
 
@@ -222,9 +226,19 @@ def _run(args: argparse.Namespace) -> int:
         result = api.run(con, job, progress=TerminalProgress.if_tty())
     print(f"release {result.release}: {', '.join(result.tables)} "
           f"(verified by {', '.join(c.name for c in result.checks)}; {result.seconds:.2f} s)")
+    print(f"  {_headline(job.method, result.facts)}")
     for key, value in result.facts.items():
         print(f"  {key}: {value}")
     return 0
+
+
+def _headline(method: str, facts: dict[str, Any]) -> str:
+    """The method's headline loss, the one `report` leads with and `sweep` plots; from the
+    facts when the run has it, else where to find it."""
+    from .reports import catalog, text
+    name, value = catalog.headline_of(method).measure, catalog.headline_value(method, facts, None)
+    return (f"headline loss: {name} {text.number(value)} (lower is better)" if value is not None
+            else f"headline loss: {name} (computed by `anon-duck report`)")
 
 
 def _verify(args: argparse.Namespace) -> int:

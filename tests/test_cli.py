@@ -55,7 +55,8 @@ def test_missing_job_file(tmp_path, capsys):
 def test_demo_prints_a_verified_summary(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    table = out.split("\n\n")[0].splitlines()          # the legend follows a blank line
+    table = [line for line in out.split("\n\n")[0].splitlines()   # the legend follows a blank line
+             if not line.startswith("  (")]                           # notes on an empty ARE: (1) ...
     assert table[0].split()[:3] == ["method", "release", "verified"]
     from anon_duck.demo import DEMO_JOBS
     assert [line.split()[0] for line in table[1:]] == [m for m, _ in DEMO_JOBS]
@@ -106,5 +107,7 @@ def test_a_bug_exits_3_with_its_traceback(tmp_path, capsys, monkeypatch):
 def test_methods_lists_every_registered_method(capsys):
     from anon_duck.methods import method_names
     assert main(["methods"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    listing, papers = capsys.readouterr().out.split("\n\npapers:\n")     # the papers follow the methods
+    lines = listing.splitlines()
     assert [line.split()[0] for line in lines] == method_names() and all(len(line.split()) > 3 for line in lines)
+    assert len(papers.splitlines()) == 5 and all(line.startswith("  ") for line in papers.splitlines())

@@ -4,6 +4,7 @@ read-only; export writes exactly the path it is given and says what it wrote."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 
@@ -248,19 +249,44 @@ def test_nulls_in_several_columns_are_reported_at_once(tmp_path):
 
 
 def test_the_demo_explains_every_measure_it_prints(monkeypatch):
-    """The demo's 'info loss' column mixes each method's own measure: a legend line per
-    measure shown says what it is and that lower is better."""
+    """The demo's loss column holds each method's headline measure (the one run, report and
+    sweep lead with, issue #29 item 8): a legend line per measure shown says what it is; an
+    empty ARE says why in a numbered note; the papers are named by authors, title, venue and
+    year, never "seed NNN" (item 7); and the next commands to try close the output."""
     import io
 
     from anon_duck import demo
+    from anon_duck.methods.papers import PAPERS
+    from anon_duck.reports import catalog
     monkeypatch.setattr(demo, "DEMO_JOBS", [("fulldomain", "toy_fulldomain.toml"), ("lkc", "lkc_toy.toml"),
                                             ("disassociation", "disassociation_toy.toml")])
     out = io.StringIO()
     assert demo.run_demo(out=out) == 0
     text = out.getvalue()
-    legend = text.split("What the numbers are (lower is better for each):\n")[1].splitlines()
-    assert [line.split()[0] for line in legend] == ["NCP", "DR", "suppressed", "ARE"]
-    table = text.split("\n\n")[0].splitlines()[1:]
-    for row in table:      # every measure named in the table has its line
-        measure = row.split()[3].split("=")[0]
-        assert measure == "-" or any(line.split()[0] == measure for line in legend)
+    assert "seed 0" not in text.lower()
+    blocks = text.split("\n\n")
+    header, *rows = blocks[0].splitlines()
+    starts = [(m.group(), m.start()) for m in re.finditer(r"\S+(?: \S+)*", header)]   # columns: 2+ spaces apart
+    assert [name for name, _ in starts] == ["method", "release", "verified", "loss measure", "loss", "ARE", "seconds"]
+    table = [r for r in rows if not r.startswith("  (")]
+    notes = [r.strip() for r in rows if r.startswith("  (")]
+    cells = [{name: r[a:b].strip() for (name, a), (_, b) in zip(starts, starts[1:] + [("", None)])} for r in table]
+    shown = [c["loss measure"] for c in cells]
+    assert shown == [catalog.headline_of(m).measure for m in ("fulldomain", "lkc", "disassociation")]
+    assert [c["ARE"] == "n/a (1)" for c in cells] == [False, True, False]
+    assert notes == [f"(1) {demo.NO_ARE['lkc']}"]
+    legend = blocks[1].splitlines()
+    assert legend[0] == "What the numbers are (lower is better for each):"
+    for measure in shown + ["ARE"]:
+        assert any(line.strip().startswith(measure + " ") for line in legend[1:]), measure
+    papers = blocks[2].splitlines()
+    assert papers[0] == "The papers the methods follow:"
+    for key in ("counterfeit", "lkc", "disassociation"):
+        p = PAPERS[key]
+        assert any(p.short in line and p.title in line and p.venue in line and str(p.year) in line
+                   for line in papers[1:]), key
+    steps = blocks[3].splitlines()
+    assert steps[0].startswith("Next:")
+    assert [line.split()[:2] for line in steps[1:]] == [["anon-duck", "run"], ["anon-duck", "report"],
+                                                        ["anon-duck", "verify"]]
+    assert all("toy_fulldomain.toml --db my.duckdb" in line for line in steps[1:])

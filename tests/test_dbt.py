@@ -85,9 +85,10 @@ def dbt_results(request, tmp_path_factory):
     mp.setenv("ANON_DUCK_DBT_DB", str(work / "warehouse.duckdb"))
     mp.setenv("ANON_DUCK_DBT_WAREHOUSE", str(work / "spark-warehouse"))
     mp.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-    runner = dbt_main.dbtRunner()
+    events: list[str] = []
+    runner = dbt_main.dbtRunner(callbacks=[lambda e: events.append(e.info.name)])
     args = ["--project-dir", str(project), "--profiles-dir", str(project), "--target", target]
-    out = {}
+    out = {"events": events}
     try:
         for command in ("deps", "seed", "run", "test"):
             out[command] = runner.invoke([command, "--quiet", *args])
@@ -124,6 +125,15 @@ def test_seed_and_run_succeed(dbt_results):
     out, _, _ = dbt_results
     for command in ("deps", "seed", "run"):
         assert out[command].success, f"dbt {command} failed: {out[command].exception}"
+
+
+def test_no_deprecation_warning_from_the_test_project(dbt_results):
+    """The project writes every generic test in dbt-core 1.11's form (inputs under
+    ``arguments:``), as docs/dbt.md shows: no ``MissingArgumentsPropertyInGenericTestDeprecation``
+    (or any other deprecation) in the events of deps, seed, run and test."""
+    out, _, _ = dbt_results
+    assert out["events"], "the callback saw no dbt events at all"
+    assert [e for e in out["events"] if "Deprecation" in e] == []
 
 
 def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_verifiers(dbt_results):
@@ -202,7 +212,7 @@ def _bad_project(tmp_path: Path, tests: str) -> tuple[list, Exception | None]:
 ])
 def test_bad_numbers_stop_dbt_at_compilation_naming_the_argument(tmp_path, test, message):
     _, error = _bad_project(tmp_path, f"version: 2\nseeds:\n  - name: people\n    data_tests:\n"
-                                      f"      - anon_duck.k_anonymous: {test}\n")
+                                      f"      - anon_duck.k_anonymous:\n          arguments: {test}\n")
     assert error is not None and message in str(error)
 
 
@@ -214,17 +224,42 @@ def test_bad_numbers_stop_dbt_at_compilation_naming_the_argument(tmp_path, test,
 ])
 def test_bad_lkc_arguments_stop_dbt_naming_them(tmp_path, args, message):
     _, error = _bad_project(tmp_path, f"version: 2\nseeds:\n  - name: people\n    data_tests:\n"
-                                      f"      - anon_duck.lkc_private: {{columns: [age, sex], {args}}}\n")
+                                      f"      - anon_duck.lkc_private:\n"
+                                      f"          arguments: {{columns: [age, sex], {args}}}\n")
     assert error is not None and message in str(error)
 
 
 def test_an_unknown_column_or_an_empty_model_is_an_error_naming_it(tmp_path):
     results, error = _bad_project(tmp_path, "version: 2\n"
                                             "seeds:\n  - name: people\n    data_tests:\n"
-                                            "      - anon_duck.k_anonymous: {columns: [age, zip], k: 2}\n"
+                                            "      - anon_duck.k_anonymous:\n"
+                                            "          arguments: {columns: [age, zip], k: 2}\n"
                                             "models:\n  - name: no_people\n    data_tests:\n"
-                                            "      - anon_duck.k_anonymous: {columns: [age], k: 2}\n")
+                                            "      - anon_duck.k_anonymous:\n"
+                                            "          arguments: {columns: [age], k: 2}\n")
     assert error is None and [str(r.status) for r in results] == ["error", "error"]
     messages = "\n".join(sorted(str(r.message) for r in results))
     assert "argument columns names column 'zip', which" in messages
     assert "is empty: a privacy test on zero rows proves nothing" in messages
+
+
+def test_the_documented_install_snippet_installs(tmp_path):
+    """docs/dbt.md's packages.yml, as written, in a dbt project beside a checkout named
+    ``anon_duck`` (here a link to this repository): ``dbt deps`` installs the package."""
+    import re
+    snippet = re.search(r"```yaml\n(packages:\n.*?)```", (REPO / "docs" / "dbt.md").read_text(), flags=re.S).group(1)
+    (tmp_path / "anon_duck").symlink_to(REPO, target_is_directory=True)
+    project = tmp_path / "analytics"
+    project.mkdir()
+    shutil.copy(PROJECT / "dbt_project.yml", project)
+    shutil.copy(PROJECT / "profiles.yml", project)
+    (project / "packages.yml").write_text(snippet)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ANON_DUCK_DBT_DB", str(tmp_path / "w.duckdb"))
+    mp.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    try:
+        res = dbt_main.dbtRunner().invoke(["deps", "--quiet", "--project-dir", str(project), "--profiles-dir", str(project)])
+    finally:
+        mp.undo()
+    assert res.success, res.exception
+    assert (project / "dbt_packages" / "anon_duck" / "macros" / "generic_tests" / "privacy_tests.sql").is_file()

@@ -5,6 +5,7 @@ verifier checks the limit on its own."""
 from __future__ import annotations
 
 import dataclasses
+import fractions
 import itertools
 import math
 
@@ -176,3 +177,109 @@ def test_default_is_no_suppression(job_file):
     assert con.execute("SELECT count(*) FROM toy_k2_release").fetchone()[0] == 12
     assert dataclasses.asdict(fulldomain.METHOD.check_params(job_file("toy_fulldomain.toml"))) == \
         {"k": 2, "suppression_limit": 0.0}
+
+
+# ------------------------------------------------------------------------------------------
+# The budget's boundary (issue #29 item 12): exactly floor(limit * n) records may be left out,
+# one more may not. A mutant that allowed one record more survived the tests above (their
+# limits never met a node that suppresses exactly budget + 1 records), so every boundary is
+# tested here on its own: the budget's arithmetic, the search, the whole run, the verifier.
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [1, 7, 12, 100, 30162])
+def test_budget_is_exactly_the_floor_of_limit_times_n(n):
+    """On and beside every integer boundary b / n, the budget is floor(limit * n), computed
+    with exact fractions (0.29 * 100 is 28.999999999999996 in floats and must still give 29)."""
+    for b in sorted({0, 1, 2, n // 3, n // 2, n - 1, n} & set(range(n + 1))):
+        exact = fractions.Fraction(b, n)
+        assert fulldomain.suppression_budget(float(exact), n) == b
+        below = float(exact) - 1e-6
+        if below >= 0:
+            assert fulldomain.suppression_budget(below, n) == math.floor(fractions.Fraction(below) * n) == max(b - 1, 0)
+    assert fulldomain.suppression_budget(0.29, 100) == 29 and fulldomain.suppression_budget(0.07, 100) == 7
+
+
+def _one_qi_maps(levels: list[list[int]], lm: list[float]) -> list:
+    """A one-QI lattice over the frequency set's rows: ``levels[l][row]`` is the row's node at
+    level l, ``lm[l]`` the LM of every node at that level."""
+    ids = np.array(levels, dtype=np.int64)
+    return [fulldomain._LevelMap(ids, np.repeat(np.array(lm, dtype=float)[:, None], ids.shape[1], axis=1))]
+
+
+@pytest.mark.parametrize("small", [1, 2, 3])
+def test_search_takes_a_node_suppressing_exactly_the_budget_and_refuses_one_more(small):
+    """Classes of 5, 5 and ``small`` records at the bottom (k = 4: the last one is too small),
+    all in one class at the top. The bottom node (LM 0 plus ``small`` suppressed records at
+    LM 1) beats the top (LM 1 for everyone) exactly when its ``small`` records fit the budget."""
+    cnt = np.array([5, 5, small], dtype=np.int64)
+    maps = _one_qi_maps([[0, 1, 2], [0, 0, 0]], [0.0, 1.0])
+    quiet = lambda *_: None  # noqa: E731
+    at = fulldomain.search(cnt, maps, 4, quiet, budget=small)
+    assert (at.levels, at.suppressed) == ((0,), small)
+    assert at.lm == pytest.approx(small / (10 + small))
+    over = fulldomain.search(cnt, maps, 4, quiet, budget=small - 1)
+    assert (over.levels, over.suppressed, over.lm) == ((1,), 0, 1.0)
+
+
+def _outlier_job(tmp_path):
+    """Twelve ages: three classes of 3 or 4 in [20-34] and two outliers, 45 and 55, that share
+    a class with nobody below the root [20-59]. At k = 3 the bottom node leaves exactly the two
+    outliers out; every node below the root leaves them out too, and the root generalizes
+    everyone (LM 1)."""
+    path = tmp_path / "ages.csv"
+    ages = [20, 21, 22, 25, 26, 27, 30, 31, 32, 33, 45, 55]
+    path.write_text("pid,age\n" + "".join(f"{i},{a}\n" for i, a in enumerate(ages)))
+    return parse_job(f"""
+[input]
+path = "{path}"
+id = "pid"
+[[input.qi]]
+column = "age"
+kind = "numeric"
+hierarchy = "age"
+[hierarchy.age]
+type = "interval"
+width = 5
+dyadic = true
+lo = 20
+hi = 59
+[method]
+name = "fulldomain"
+k = 3
+[release]
+name = "r"
+""")
+
+
+@pytest.mark.parametrize("limit,suppressed", [(2 / 12, 2), (2 / 12 - 1e-6, 0), (1 / 12, 0), (3 / 12, 2), (0.0, 0)])
+def test_run_at_the_boundary_limit_and_just_below(tmp_path, limit, suppressed):
+    """The two outliers are left out exactly when the budget floor(limit * 12) reaches 2: at
+    limit 2/12 they are, a hair below it (budget 1) the root is published instead; the brute
+    force agrees, and the published rows are the rest."""
+    job = _outlier_job(tmp_path).with_params(suppression_limit=limit)
+    con = duckdb.connect()
+    result = anon_duck.run(con, job)
+    assert result.facts.get("suppressed", 0) == suppressed
+    lm, brute_suppressed = _lattice_brute_force(job, 3, limit)
+    assert (result.facts["lm"], suppressed) == (pytest.approx(lm), brute_suppressed)
+    # ten records in 5-year bands (4 of the 39 steps above a leaf) and two at LM 1, or the root
+    assert result.facts["lm"] == pytest.approx((10 * 4 / 39 + 2) / 12 if suppressed else 1.0)
+    assert con.execute("SELECT count(*) FROM r_release").fetchone()[0] == 12 - suppressed
+
+
+def test_verifier_passes_exactly_the_budget_and_fails_one_more(job_file):
+    """A toy release at k = 2 and limit 2 / 12 (budget 2), with records deleted by hand after
+    publication: 2 left out pass the suppression check, 3 fail it."""
+    job = job_file("toy_fulldomain.toml").with_params(suppression_limit=2 / 12)
+    con = duckdb.connect()
+    anon_duck.run(con, job)
+    released = con.execute("SELECT count(*) FROM toy_k2_release").fetchone()[0]
+    assert released == 12          # the toy is 2-anonymous at a node that leaves nobody out
+
+    def check_after_deleting(rows: int):
+        con.execute(f"DELETE FROM toy_k2_release WHERE rowid IN (SELECT rowid FROM toy_k2_release LIMIT {rows})")
+        return {c.name: c for c in anon_duck.verify(con, job)}["suppression"]
+
+    at = check_after_deleting(2)
+    assert at.passed and (at.detail["suppressed"], at.detail["allowed"]) == (2, 2)
+    over = check_after_deleting(1)
+    assert not over.passed and over.violations[0]["suppressed"] == 3 and over.violations[0]["allowed"] == 2

@@ -15,6 +15,7 @@ import sqlglot
 import anon_duck
 from anon_duck import api
 from anon_duck.cli import main
+from anon_duck.job import load_job
 from anon_duck.reports.text import number
 from anon_duck.sqlrender import recording
 
@@ -91,7 +92,7 @@ def test_json_is_the_documented_nested_schema(toy_db, capsys):
     assert main(["report", TOY, "--db", toy_db, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"schema", "release", "method", "params", "seed", "anon_duck_version", "checks", "facts", "risk",
-                        "loss", "measures", "workloads", "notes"}
+                        "loss", "headline", "measures", "workloads", "notes"}
     assert doc["schema"] == "anon_duck.report/1" and doc["params"] == {"k": 2} and doc["seed"] == "1"
     assert doc["checks"] == {"verified": {"k_anonymity": True}, "verdict": "pass"}
     assert set(doc["risk"]) == {"model", "k", "thresholds", "before", "after"} and doc["risk"]["k"] == 2
@@ -104,7 +105,8 @@ def test_json_is_the_documented_nested_schema(toy_db, capsys):
         assert [r["threshold"] for r in doc["risk"][side]["records_at_risk"]] == [0.5, 0.2, 0.1, 0.05]
     assert doc["risk"]["after"]["distribution"] == [{"class_size": 2, "n_classes": 6, "n_records": 12}]
     assert [a["level"] for a in doc["loss"]["attributes"]] == [2, 0, 1]      # the facts' lattice node
-    assert [m["name"] for m in doc["measures"]] == ["NCP", "DM", "C_avg/k", "ARE"]
+    assert [m["name"] for m in doc["measures"]] == ["LM", "NCP", "DM", "C_avg/k", "ARE"]
+    assert doc["headline"] == {"name": "LM", "value": doc["facts"]["lm"]}
     assert all(m["meaning"] and m["source"] for m in doc["measures"])
     (workload,) = doc["workloads"]
     assert workload["n"] == 100 and sum(workload["histogram"]["counts"]) == 100
@@ -115,7 +117,8 @@ def test_terminal_report_is_a_summary_not_a_dump(toy_db, capsys):
     assert main(["report", TOY, "--db", toy_db]) == 0
     text = capsys.readouterr().out
     assert "verifier at publication: PASS" in text and "Normalized Certainty Penalty" in text
-    assert "per_query" not in text and "ncp.per_attribute" not in text and len(text.splitlines()) < 30
+    assert "per_query" not in text and "ncp.per_attribute" not in text and len(text.splitlines()) < 32
+    assert text.splitlines()[2].startswith("headline loss: LM ")       # the headline, under the verdict
 
 
 # every method's toy job: the release's classes are at least k (or what the method promises)
@@ -169,10 +172,38 @@ def test_sweep_measures_each_value_and_publishes_nothing(con, job_file):
         assert p["risk_after"]["records_below_k"] == 0 and p["verified"] == {"k_anonymity": True}
         assert 0 < p["loss"] < 1
     assert doc["points"][0]["risk_before"]["sample_uniques"] == 12
-    assert doc["loss"]["name"] == "NCP"
-    # the k = 2 point is the release a run publishes: same NCP as its report
-    anon_duck.run(con, job)
-    assert doc["points"][0]["loss"] == pytest.approx(api.report(con, job)["ncp"]["ncp"])
+    assert doc["loss"]["name"] == "LM"
+    # the k = 2 point is the release a run publishes: the same LM as its run and its report
+    result = anon_duck.run(con, job)
+    assert doc["points"][0]["loss"] == pytest.approx(result.facts["lm"])
+    assert api.release_report(con, job)["headline"] == {"name": "LM", "value": pytest.approx(result.facts["lm"])}
+
+
+@pytest.mark.parametrize("job_name", ["toy_fulldomain.toml", "counterfeit_toy.toml", "lkc_toy.toml",
+                                      "disassociation_toy.toml"])
+def test_run_report_and_sweep_lead_with_one_headline(tmp_path, capsys, job_name):
+    """Issue #29 item 8: run printed LM while report and sweep led with NCP for the same
+    fulldomain release. Each command now names the method's one headline measure, and where
+    run has its value (a fact), the three print the same number."""
+    from anon_duck.reports import catalog, text
+    job = JOBS / job_name
+    db = str(tmp_path / "h.duckdb")
+    method = load_job(job).method
+    name = catalog.headline_of(method).measure
+    assert main(["run", str(job), "--db", db]) == 0
+    run_line = next(line for line in capsys.readouterr().out.splitlines() if "headline loss:" in line)
+    assert main(["report", str(job), "--db", db, "--json"]) == 0
+    headline = json.loads(capsys.readouterr().out)["headline"]
+    k = {"lkc_toy.toml": "--K", "disassociation_toy.toml": "--k"}.get(job_name, "--k")
+    value = load_job(job).params.get(k.lstrip("-"))
+    assert main(["sweep", str(job), "--db", db, k, str(value), "--json"]) == 0
+    sweep = json.loads(capsys.readouterr().out)
+    assert headline["name"] == sweep["loss"]["name"] == name
+    assert sweep["points"][0]["loss"] == pytest.approx(headline["value"])
+    if catalog.headline_of(method).from_facts:
+        assert run_line.strip() == f"headline loss: {name} {text.number(headline['value'])} (lower is better)"
+    else:
+        assert run_line.strip() == f"headline loss: {name} (computed by `anon-duck report`)"
 
 
 def test_sweep_cli_prints_progress_and_writes_the_curve(toy_db, tmp_path, capsys):

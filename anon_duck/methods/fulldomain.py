@@ -41,6 +41,7 @@ from ..sqlrender import render
 from ..verifiers import CheckResult, k_anonymity, suppression
 from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, release_view, require_roles
 from .lattice import bottom_up, children
+from .papers import cite
 from .reporting import generalized_report
 
 PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),
@@ -67,7 +68,7 @@ class LatticeResult:
 
 class FullDomain:
     name = "fulldomain"
-    summary = "full-domain generalization k-anonymity, minimum-LM lattice node (baseline of seed 002)"
+    summary = f"full-domain generalization k-anonymity, minimum-LM lattice node (the comparator of {cite('counterfeit')})"
     views = release_view("release")
 
     def check_params(self, job: Job) -> FullDomainParams:

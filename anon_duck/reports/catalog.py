@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-SEED_000 = "seed 000 (ArtUC, utility-constrained (k, k^m)-anonymity; spec rt_kkm)"
-SEED_001 = "Loukides et al., Disassociation for electronic health record privacy, J. Biomed. Inform. 2014 (seed 001)"
-SEED_002 = "Lee et al., Utility-preserving anonymization for health data publishing, BMC MIDM 2017 (seed 002)"
-SEED_003 = "Mohammed et al., Anonymizing healthcare data: blood transfusion service, KDD 2009 (seed 003)"
-SEED_004 = "Tamersoy et al., Anonymization of longitudinal electronic medical records, IEEE TITB 2012 (seed 004)"
+from ..methods.papers import PAPERS
+
+# The five papers, as a measure's source names them ("Poulis et al. (2017) Def. 3-4"); the full
+# references are in anon_duck/methods/papers.py and README.md.
+SEED_000, SEED_001, SEED_002, SEED_003, SEED_004 = (
+    PAPERS[k].narrative for k in ("artuc", "disassociation", "counterfeit", "lkc", "longitudinal"))
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ _ARTUC: list[tuple[str, Path]] = [("NCP", ("ncp",)), ("UL", ("ul",)), ("UL_gen",
                                   ("ARE demographics (W1)", ("are", "W1")),
                                   ("ARE demographic + code (W2)", ("are", "W2")), ("ARE codes (W3)", ("are", "W3"))]
 METHOD_MEASURES: dict[str, list[tuple[str, Path]]] = {
-    "fulldomain": _GENERALIZED + [("suppressed records", ("suppressed",))],
+    "fulldomain": [("LM", ("facts", "lm"))] + _GENERALIZED + [("suppressed records", ("suppressed",))],
     "artuc": _ARTUC, "artuc_baseline": _ARTUC, "artuc_rmr": _ARTUC,
     "counterfeit": [("LM", ("lm",)), ("LM_real", ("lm_real",)), ("DM", ("dm",)), ("RCE", ("rce",)),
                     ("counterfeits", ("n_counterfeits",))],
@@ -104,17 +105,20 @@ METHOD_MEASURES: dict[str, list[tuple[str, Path]]] = {
 
 @dataclass(frozen=True)
 class SweepLoss:
-    """The one loss number a sweep plots for a method: a measure, read from the run's facts
-    (``from_facts``: the method's report reads the published metadata, which a sweep never
-    writes) or from the method's report on the staged tables."""
+    """A method's headline loss: the one number ``run`` prints first, the report leads with and
+    a sweep plots. It is a measure, read from the run's facts (``from_facts``: the release's
+    metadata, which a sweep's staged run has too) or from the method's report."""
 
     measure: str
     path: Path
     from_facts: bool = False
 
 
-SWEEP_LOSS: dict[str, SweepLoss] = {
-    "fulldomain": SweepLoss("NCP", ("ncp", "ncp")),
+# One headline per method, used by run, report, sweep and the demo. fulldomain's is LM, the
+# measure its lattice search minimizes (NCP, which the report shows beside it, is not what
+# chose the node); counterfeit's likewise (its paper's).
+HEADLINE: dict[str, SweepLoss] = {
+    "fulldomain": SweepLoss("LM", ("lm",), True),
     "artuc": SweepLoss("NCP", ("ncp",), True), "artuc_baseline": SweepLoss("NCP", ("ncp",), True),
     "artuc_rmr": SweepLoss("NCP", ("ncp",), True),
     "counterfeit": SweepLoss("LM", ("lm",), True),
@@ -123,6 +127,25 @@ SWEEP_LOSS: dict[str, SweepLoss] = {
     "cba": SweepLoss("suppression rate", ("suppression_rate",)),
     "longitudinal": SweepLoss("ILM", ("ilm_alg",), True),
 }
+SWEEP_LOSS = HEADLINE      # the name sweeps used before the headline was shared
+
+
+def headline_of(method: str) -> SweepLoss:
+    """The headline measure of ``method``; a plug-in's is its report's ``summary.info_loss``
+    (a (name, value) pair)."""
+    return HEADLINE.get(method, SweepLoss("info_loss", ("summary", "info_loss")))
+
+
+def headline_value(method: str, facts: Mapping[str, Any] | None, report: Mapping[str, Any] | None) -> Any:
+    """The headline's value from a run's facts or the method's report (whichever the headline
+    reads; None when that one is not given or lacks it). A plug-in's (name, value) pair gives
+    its value."""
+    spec = headline_of(method)
+    source = facts if spec.from_facts else report
+    value = lookup(source, spec.path) if source is not None else None
+    if isinstance(value, (list, tuple)):
+        value = value[1]
+    return value
 
 
 def lookup(report: Mapping[str, Any], path: Path) -> Any:
@@ -135,17 +158,19 @@ def lookup(report: Mapping[str, Any], path: Path) -> Any:
     return value
 
 
-def measures_of(method: str, report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def measures_of(method: str, report: Mapping[str, Any], facts: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The method's measures as ``{"name", "value", "meaning", "source", "key"}``, in the order
-    :data:`METHOD_MEASURES` lists them. A method without an entry (a plug-in) shows the numbers
-    at the top of its report, with no meaning or source to give."""
+    :data:`METHOD_MEASURES` lists them (a path starting with ``facts`` reads the run's facts).
+    A method without an entry (a plug-in) shows the numbers at the top of its report, with no
+    meaning or source to give."""
     if method not in METHOD_MEASURES:
         return [{"name": key, "value": value, "meaning": "(a plug-in method's measure: no description)",
                  "source": "", "key": key} for key, value in report.items()
                 if isinstance(value, (int, float)) and not isinstance(value, bool)]
     out = []
+    source = {**report, "facts": dict(facts or {})}
     for name, path in METHOD_MEASURES[method]:
-        value = lookup(report, path)
+        value = lookup(source, path)
         if value is not None:
             m = MEASURES[name]
             out.append({"name": name, "value": value, "meaning": m.meaning, "source": m.source,

@@ -33,10 +33,17 @@ def build(*, meta: Mapping[str, Any], report: Mapping[str, Any], risk: Mapping[s
         "facts": dict(meta.get("facts") or {}),
         "risk": dict(risk),
         "loss": dict(loss),
-        "measures": catalog.measures_of(method, report),
+        "headline": _headline(method, meta.get("facts") or {}, report),
+        "measures": catalog.measures_of(method, report, meta.get("facts") or {}),
         "workloads": workloads_of(method, report),
         "notes": notes,
     }
+
+
+def _headline(method: str, facts: Mapping[str, Any], report: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"name", "value"}`` of the method's headline loss (:data:`catalog.HEADLINE`): the number
+    ``run`` prints first and a sweep plots, so the three agree on one release."""
+    return {"name": catalog.headline_of(method).measure, "value": catalog.headline_value(method, facts, report)}
 
 
 def workloads_of(method: str, report: Mapping[str, Any]) -> list[dict[str, Any]]:

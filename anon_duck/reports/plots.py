@@ -42,6 +42,28 @@ def svg(plt: Any, fig: Any, name: str) -> str:
     return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
 
 
+def legend_above(ax: Any, **kwargs: Any) -> None:
+    """The legend in one row above the axes, never over a bar (inside, "lower right" covered the
+    last bar whenever it reached the right edge)."""
+    handles, _ = ax.get_legend_handles_labels()
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=max(len(handles), 1), frameon=False,
+              borderaxespad=0, **kwargs)
+
+
+def mark_zeros(ax: Any, positions: Sequence[float], values: Sequence[float | None], *, horizontal: bool,
+               color: str) -> None:
+    """A '0' where a bar's value is 0 (or missing): a zero-length bar draws nothing, and an
+    absent bar reads as "no data" rather than "none". Each mark's SVG group id starts with
+    ``zero`` (the tests find them by it)."""
+    for i, (pos, value) in enumerate(zip(positions, values)):
+        if value:
+            continue
+        xy, offset, align = ((0, pos), (2, 0), {"ha": "left", "va": "center"}) if horizontal else \
+            ((pos, 0), (0, 1), {"ha": "center", "va": "bottom"})
+        ax.annotate("0", xy, xytext=offset, textcoords="offset points", fontsize=8, color=color,
+                    gid=f"zero-{ax.get_gid() or 'ax'}-{color.lstrip('#')}-{i}", annotation_clip=False, **align)
+
+
 def risk_bars(risk: Mapping[str, Any]) -> str:
     """Before/after bars of the risk shares: highest and average risk, records below k, records
     at risk per threshold."""
@@ -53,14 +75,18 @@ def risk_bars(risk: Mapping[str, Any]) -> str:
              for i, t in enumerate(risk["thresholds"])]
     fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.4 * len(keys)))
     ys = range(len(keys))
-    ax.barh([y - 0.2 for y in ys], [value(risk["before"]) for value, _ in keys], 0.4, color=BEFORE, label="before")
+    before = [value(risk["before"]) for value, _ in keys]
+    ax.barh([y - 0.2 for y in ys], before, 0.4, color=BEFORE, label="before")
+    mark_zeros(ax, [y - 0.2 for y in ys], before, horizontal=True, color=BEFORE)
     if risk["after"]:
-        ax.barh([y + 0.2 for y in ys], [value(risk["after"]) for value, _ in keys], 0.4, color=AFTER, label="after")
+        after = [value(risk["after"]) for value, _ in keys]
+        ax.barh([y + 0.2 for y in ys], after, 0.4, color=AFTER, label="after")
+        mark_zeros(ax, [y + 0.2 for y in ys], after, horizontal=True, color=AFTER)
     ax.set_yticks(list(ys), [label for _, label in keys])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("share (prosecutor model)")
-    ax.legend(loc="lower right", frameon=False)
+    legend_above(ax)
     return svg(plt, fig, "risk")
 
 
@@ -88,9 +114,11 @@ def class_size_panels(sides: Sequence[tuple[str, Mapping[str, Any], str]], k: in
     plt = require()
     fig, axes = plt.subplots(1, len(sides), figsize=(6.4 if len(sides) == 1 else 10, 3), squeeze=False)
     largest = max(side["max_class_size"] or 0 for _, side, _ in sides)     # one x axis for every side
-    for ax, (title, side, color) in zip(axes[0], sides):
+    for i, (ax, (title, side, color)) in enumerate(zip(axes[0], sides)):
+        ax.set_gid(f"panel{i}")
         bars = buckets(side["distribution"], largest)
         ax.bar([b for b, _ in bars], [n for _, n in bars], color=color)
+        mark_zeros(ax, range(len(bars)), [n for _, n in bars], horizontal=False, color=color)
         ax.set_title(f"{title}: {side['n_classes']:,} classes", fontsize=10)
         ax.set_xlabel("class size")
         ax.set_ylabel("records")
@@ -104,7 +132,9 @@ def attribute_loss(attributes: Sequence[Mapping[str, Any]]) -> str:
     """NCP per attribute."""
     plt = require()
     fig, ax = plt.subplots(figsize=(6.4, 0.5 + 0.45 * len(attributes)))
-    ax.barh([a["attribute"] for a in attributes], [a.get("ncp") or 0.0 for a in attributes], color=AFTER)
+    values = [a.get("ncp") or 0.0 for a in attributes]
+    ax.barh([a["attribute"] for a in attributes], values, color=AFTER)
+    mark_zeros(ax, range(len(attributes)), values, horizontal=True, color=AFTER)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("NCP (0 = original values, 1 = fully generalized)")
@@ -123,15 +153,26 @@ def workload(w: Mapping[str, Any], index: int) -> str:
         ax.set_ylabel("queries")
     else:
         ax.bar(list(w["bars"]), list(w["bars"].values()), color=AFTER)
+        mark_zeros(ax, range(len(w["bars"])), list(w["bars"].values()), horizontal=False, color=AFTER)
         ax.set_ylabel(w["name"].split(" by ")[0].split(" of ")[0])
         ax.tick_params(axis="x", labelsize=8)
     ax.set_title(w["name"], fontsize=10)
     return svg(plt, fig, f"workload{index}")
 
 
+def point_labels(param: str, values: Sequence[Any], xs: Sequence[float], ys: Sequence[float]
+                 ) -> list[tuple[str, float, float]]:
+    """One label per distinct point: values that land on the same (x, y) share it ("k=5, 10").
+    Two labels drawn at one place overprinted each other ("k=5" over "k=10" read "k=$0")."""
+    at: dict[tuple[float, float], list[Any]] = {}
+    for v, x, y in zip(values, xs, ys):
+        at.setdefault((x, y), []).append(v)
+    return [(f"{param}={', '.join(map(str, vs))}", x, y) for (x, y), vs in at.items()]
+
+
 def sweep_curve(doc: Mapping[str, Any]) -> str:
     """The trade-off: the method's loss against the release's highest and average risk, one
-    labelled point per parameter value."""
+    labelled point per parameter value (values at the same point share one label)."""
     plt = require()
     points = [p for p in doc["points"] if p["risk_after"] is not None and p["loss"] is not None]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
@@ -140,8 +181,8 @@ def sweep_curve(doc: Mapping[str, Any]) -> str:
         xs = [p["risk_after"][key] for p in points]
         ys = [p["loss"] for p in points]
         ax.plot(xs, ys, marker="o", color=AFTER)
-        for p, x, y in zip(points, xs, ys):
-            ax.annotate(f"{doc['param']}={p['value']}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        for text, x, y in point_labels(doc["param"], [p["value"] for p in points], xs, ys):
+            ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel(f"{label} of the release (prosecutor model)")
     axes[0].set_ylabel(f"{doc['loss']['name']} (loss)")
     return svg(plt, fig, "sweep")

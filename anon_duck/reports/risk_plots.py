@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .plots import AFTER, BEFORE, class_size_panels, require, svg
+from .plots import AFTER, BEFORE, class_size_panels, legend_above, mark_zeros, require, svg
 
 SHOWN_PAIRS = 8
 """QI pairs drawn in the drivers figure (the table lists them all)."""
@@ -26,12 +26,14 @@ def at_risk(q: Mapping[str, Any]) -> str:
     width = 0.4 if journalist else 0.6
     fig, ax = plt.subplots(figsize=(6.4, 2.8))
     xs = range(len(rows))
-    ax.bar([x - (width / 2 if journalist else 0) for x in xs], [r["share"] for r in rows], width, color=BEFORE,
-           label="prosecutor")
+    left = [x - (width / 2 if journalist else 0) for x in xs]
+    ax.bar(left, [r["share"] for r in rows], width, color=BEFORE, label="prosecutor")
+    mark_zeros(ax, left, [r["share"] for r in rows], horizontal=False, color=BEFORE)
     if journalist:
-        ax.bar([x + width / 2 for x in xs], [r["share"] for r in journalist["records_at_risk"]], width,
-               color=AFTER, label="journalist")
-        ax.legend(loc="upper left", frameon=False)
+        shares_j = [r["share"] for r in journalist["records_at_risk"]]
+        ax.bar([x + width / 2 for x in xs], shares_j, width, color=AFTER, label="journalist")
+        mark_zeros(ax, [x + width / 2 for x in xs], shares_j, horizontal=False, color=AFTER)
+        legend_above(ax)
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylim(0, 1)
     ax.set_xlabel("re-identification risk above")
@@ -47,6 +49,9 @@ def drivers(d: Mapping[str, Any]) -> str:
     rows += [(f"without {' + '.join(r['qis'])}", r["uniques_without"], AFTER) for r in d["per_pair"][:SHOWN_PAIRS]]
     fig, ax = plt.subplots(figsize=(6.4, 0.8 + 0.32 * len(rows)))
     ax.barh([r[0] for r in rows], [r[1] for r in rows], color=[r[2] for r in rows])
+    for color in (BEFORE, AFTER):
+        mark_zeros(ax, [i for i, r in enumerate(rows) if r[2] == color], [r[1] for r in rows if r[2] == color],
+                   horizontal=True, color=color)
     ax.axvline(d["sample_uniques"], color="#c53030", linestyle="--", linewidth=1)
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)
@@ -61,14 +66,16 @@ def shares(title: str, xlabel: str, groups: Sequence[tuple[str, Sequence[float],
     fig, ax = plt.subplots(figsize=(6.4, 2.6))
     width = 0.8 / len(groups)
     for i, (label, values, color) in enumerate(groups):
-        ax.bar([x + (i - (len(groups) - 1) / 2) * width for x in range(len(xs))],
-               [0.0 if v is None else v for v in values], width, color=color, label=label)
+        positions = [x + (i - (len(groups) - 1) / 2) * width for x in range(len(xs))]
+        heights = [0.0 if v is None else v for v in values]
+        ax.bar(positions, heights, width, color=color, label=label)
+        mark_zeros(ax, positions, heights, horizontal=False, color=color)
     ax.set_xticks(list(range(len(xs))), list(xs))
     ax.set_ylim(0, 1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("share of persons")
-    ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.set_title(title, fontsize=10, pad=18)      # room for the legend above the axes
+    legend_above(ax, fontsize=8)
     return svg(plt, fig, name)
 
 

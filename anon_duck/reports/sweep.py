@@ -15,9 +15,9 @@ SCHEMA = "anon_duck.sweep/1"
 
 
 def loss_of(method: str) -> catalog.SweepLoss:
-    """The loss a sweep plots for ``method``; a plug-in's is its report's headline
-    (``summary.info_loss``, a (name, value) pair)."""
-    return catalog.SWEEP_LOSS.get(method, catalog.SweepLoss("info_loss", ("summary", "info_loss")))
+    """The loss a sweep plots for ``method``: its headline (:data:`catalog.HEADLINE`), the
+    number ``run`` prints first and the report leads with."""
+    return catalog.headline_of(method)
 
 
 def measure_point(backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
@@ -26,9 +26,7 @@ def measure_point(backend: Backend, job: Job, inputs: Inputs, tables: Mapping[st
     their class-size distributions). ``report`` runs the method's report on the staged tables,
     only when the loss is not among the run's facts."""
     spec = loss_of(job.method)
-    value = catalog.lookup(facts if spec.from_facts else report(), spec.path)
-    if isinstance(value, (list, tuple)):      # a plug-in's summary.info_loss: (name, value)
-        value = value[1]
+    value = catalog.headline_value(job.method, facts, None if spec.from_facts else report())
     k, thresholds = risk_k(job), risk_thresholds(job)
     after = classes.after(backend, job, tables)
     return {"loss": value,

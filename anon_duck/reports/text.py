@@ -40,7 +40,11 @@ def summary(doc: Mapping[str, Any]) -> str:
     checks = doc["checks"]
     verdicts = ", ".join(f"{name} {'pass' if ok else 'FAIL'}" for name, ok in checks["verified"].items())
     lines = [f"release {doc['release']}: method {doc['method']} ({params}), seed {doc['seed']}",
-             f"verifier at publication: {checks['verdict'].upper()} ({verdicts})", ""]
+             f"verifier at publication: {checks['verdict'].upper()} ({verdicts})"]
+    headline = doc.get("headline")
+    if headline and headline["value"] is not None:
+        lines.append(f"headline loss: {headline['name']} {number(headline['value'])} (lower is better)")
+    lines.append("")
     risk = doc["risk"]
     before, after = risk["before"], risk["after"]
     title = f"risk ({risk['model']} model, k = {risk['k']})"

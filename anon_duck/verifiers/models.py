@@ -43,8 +43,10 @@ from ..errors import InputError
 from ..sqlrender import render
 
 
-__all__ = ["CheckResult", "k_anonymity", "l_diversity", "km_anonymity", "kkm_anonymity", "lkc_privacy",
-           "lkc_groups", "lkc_subsets"]
+# The one list of the generic verifiers: anon_duck.verifiers re-exports exactly these (before,
+# each module kept its own list, and this one had lost ``suppression``).
+__all__ = ["CheckResult", "k_anonymity", "suppression", "l_diversity", "km_anonymity", "kkm_anonymity",
+           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls"]
 
 
 @dataclass

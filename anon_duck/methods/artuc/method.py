@@ -24,6 +24,7 @@ from ...verifiers import CheckResult
 from ...verifiers import artuc as verify_artuc
 from ..base import AnalystView, Partitioning, Progress, ReleaseTable, Staged, check_k
 from . import constraints as uc
+from ..papers import cite
 from .algorithm import ArtUC, Outcome
 from .params import ArtUCParams, check_artuc_params
 from .report import artuc_report
@@ -35,7 +36,7 @@ _RESERVED = ("record", "class", "codes")
 
 class ArtUCMethod:
     name = "artuc"
-    summary = "(k, k^m)-anonymity of demographics + diagnosis codes under utility constraints (ArtUC, seed 000)"
+    summary = f"(k, k^m)-anonymity of demographics + diagnosis codes under utility constraints (ArtUC; {cite('artuc')})"
     views = (AnalystView("", "views/artuc_records.sql.j2"), AnalystView("codes", "views/artuc_codes.sql.j2"))
     variant = "artuc"
     # (k, k^m)-anonymity holds per class, so releases of disjoint fragments union into one
@@ -123,7 +124,7 @@ class BaselineMethod(ArtUCMethod):
     δ is ignored; a group below k records is suppressed (spec A24)."""
 
     name = "artuc_baseline"
-    summary = "Baseline of seed 000 §5: records pre-generalized to their utility-constraint box, GenDiag on codes"
+    summary = f"the paper's Baseline (§5 of {cite('artuc')}): records pre-generalized to their utility-constraint box, GenDiag on codes"
     variant = "baseline"
 
     def _run(self, backend: Backend, problem: Problem, params: ArtUCParams, epsilon: float,
@@ -150,7 +151,7 @@ class RmRMethod(ArtUCMethod):
     partner chosen by the smallest NCP increase under the δ bound (most similar demographics)."""
 
     name = "artuc_rmr"
-    summary = "approximation of RmR [61]: ArtUC with no utility constraints (one box, one code block)"
+    summary = f"approximation of RmR (ref. [61] of {cite('artuc')}): ArtUC with no utility constraints (one box, one code block)"
     variant = "rmr"
 
     def _prepare_constraints(self, backend: Backend, job: Job, inputs: Inputs, params: ArtUCParams,

@@ -26,6 +26,7 @@ from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers import counterfeit as verify_counterfeit
 from ..base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, release_view, require_roles
+from ..papers import cite
 from .classes import FrequencySet
 from .levels import QILevels, qi_levels
 from .release import stage_release
@@ -65,7 +66,7 @@ class CounterfeitParams:
 
 class Counterfeit:
     name = "counterfeit"
-    summary = "k-anonymity with an h-ceiling, counterfeit records and a catalog (seed 002)"
+    summary = f"k-anonymity with an h-ceiling, counterfeit records and a catalog ({cite('counterfeit')})"
     views = release_view("release")      # the catalog is a table beside it
 
     def check_params(self, job: Job) -> CounterfeitParams:

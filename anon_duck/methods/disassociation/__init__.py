@@ -28,6 +28,7 @@ from ...scratch import scratch
 from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit, completeness
 from ..base import AnalystView, Partitioning, Progress, Staged, check_k
+from ..papers import cite
 from .chunks import cluster_masks, refine, vertical_partitioning
 from .encoding import Records, encode
 from .horpart import horpart, merge_small
@@ -65,7 +66,7 @@ def disassociate(rec: Records, policy: Policy, params: DisParams, progress: Prog
 
 class Disassociation:
     name = "disassociation"
-    summary = "disassociation of set-valued codes into k^m-anonymous chunks (seed 001: HORPART, VERPART, REFINE)"
+    summary = f"disassociation of set-valued codes into k^m-anonymous chunks (HORPART, VERPART, REFINE; {cite('disassociation')})"
     views = (AnalystView("", "views/disassociation_records.sql.j2"),
              AnalystView("terms", "views/disassociation_terms.sql.j2"),
              AnalystView("support", "views/disassociation_support.sql.j2"))

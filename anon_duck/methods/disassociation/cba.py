@@ -38,27 +38,22 @@ from ...scratch import scratch
 from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit_cba
-from ..base import AnalystView, Param, Progress, ReleaseTable, Staged, check_k, parse_params, require_roles
+from ..base import AnalystView, Param, Progress, ReleaseTable, Staged, check_k
 from ..gendiag import gendiag
+from ..papers import cite
 from .encoding import CODE, PAIR, Records, encode
 from .horpart import horpart, merge_small
-from .params import POLICIES, parse_constraints
+from .params import SHARED_PARAMS, check_shared
 from .policy import build_policy
 from .workload import WORKLOAD, kept_codes, workloads, write_workload
 
 PARTITIONS = ("global", "horpart")
 PARAMS = (
     Param("k", int, lo=2, doc="every generalized itemset of <= m tokens is in >= k records (of its cluster)"),
-    Param("m", int, lo=1, doc="attacker knowledge: number of codes of a record the attacker knows"),
     Param("partition", str, "global", choices=PARTITIONS,
           doc="global = GenDiag on the whole dataset (CBA's global recoding); horpart = on Dis's clusters"),
     Param("max_cluster_size", int, None, lo=2, doc="partition = horpart: HORPART's maxClusterSize (default 2k)"),
-    Param("policy", str, "none", choices=POLICIES, doc="utility policy U (seed 001 §6.1, digest A15)"),
-    Param("constraints", dict, None, doc="explicit policy: {constraint id = [codes]} (disjoint)"),
-    Param("sim_size", int, 10, lo=1, doc="policy sim: codes per constraint"),
-    Param("sup_percent", float, 0.625, lo=0.0, hi=100.0, doc="policy sup: minimum support of itemsets, % of records"),
-    Param("queries", int, 1000, lo=1, hi=100_000, doc="report: COUNT queries per workload (and per size in W1)"),
-    Param("w1_minsup_percent", float, 0.625, lo=0.0, hi=100.0, doc="report: W1 minimum support, % of records"),
+    *SHARED_PARAMS,
 )
 ASSIGN, TOKEN_CODES, RECORD_TOKENS = scratch("cba_assign"), scratch("cba_token_codes"), scratch("cba_record_tokens")
 
@@ -78,22 +73,13 @@ class CbaParams:
 
 
 def check_params(job: Job) -> CbaParams:
-    require_roles(job, codes=True)
-    p = parse_params(job, PARAMS)
-    mcs = p["max_cluster_size"] if p["max_cluster_size"] is not None else 2 * p["k"]
-    if mcs < p["k"]:
-        raise JobError(f"method.max_cluster_size = {mcs}: must be >= k = {p['k']}")
-    if p["max_cluster_size"] is not None and p["partition"] != "horpart":
+    """Disassociation's shared check (:func:`.params.check_shared`), plus cba's own rule:
+    ``max_cluster_size`` only with HORPART's clusters."""
+    p = check_shared(job, PARAMS)
+    if job.params.get("max_cluster_size") is not None and p["partition"] != "horpart":
         raise JobError("method.max_cluster_size is used only with method.partition = \"horpart\"")
-    if p["policy"] in ("level1", "level2", "level3") and not job.dataset.codes.hierarchy:
-        raise JobError(f"method.policy = {p['policy']!r} groups codes by their hierarchy: set input.codes.hierarchy")
-    if (p["constraints"] is not None) != (p["policy"] == "explicit"):
-        raise JobError("method.constraints is used exactly when method.policy = \"explicit\"")
-    if p["policy"] == "sup" and p["sup_percent"] <= 0:
-        raise JobError("method.sup_percent must be > 0")
-    constraints = parse_constraints(p["constraints"]) if p["constraints"] is not None else ()
-    return CbaParams(p["k"], p["m"], p["partition"], mcs, p["policy"], constraints, p["sim_size"],
-                     p["sup_percent"], p["queries"], p["w1_minsup_percent"])
+    return CbaParams(p["k"], p["m"], p["partition"], p["max_cluster_size"], p["policy"], p["constraints"],
+                     p["sim_size"], p["sup_percent"], p["queries"], p["w1_minsup_percent"])
 
 
 def code_blocks(constraint_of: np.ndarray, policy: str) -> np.ndarray:
@@ -181,7 +167,7 @@ def stage(backend: Backend, g: Generalized, seed: int) -> list[ReleaseTable]:
 
 class CBA:
     name = "cba"
-    summary = "CBA-style k^m generalization + suppression of set-valued codes (GenDiag; seed 001 §6.3 baseline)"
+    summary = f"CBA-style k^m generalization + suppression of set-valued codes (GenDiag; the baseline in §6.3 of {cite('disassociation')})"
     views = (AnalystView("", "views/cba_records.sql.j2"), AnalystView("codes", "views/cba_codes.sql.j2"))
 
     def check_params(self, job: Job) -> CbaParams:

@@ -12,6 +12,8 @@ tokens is the order of their smallest codes (``tmin``). Every decision follows
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -267,17 +269,33 @@ def _steps_9_to_12(p: np.ndarray, n_p: int, rows: np.ndarray, tsup: np.ndarray, 
     return s
 
 
+# The state Step 6 reads, grouped so that its signature says what it works on (it took 32
+# arguments). Named tuples of arrays and scalars: numba passes them to a compiled function
+# as one typed tuple, with no copy and no boxing, and the function unpacks them for free.
+Tokens = namedtuple("Tokens", "rows everyone tsup tsize tmin tblock rep words")
+"""Every token: its records as a bitset row (``words`` uint64 words; ``everyone`` has all
+records), support, size, smallest code and block; ``rep``: each code's current token."""
+Blocks = namedtuple("Blocks", "btok boff blen bsingle sorder salive shead")
+"""Each block's tokens (``btok[boff[b]:boff[b] + blen[b]]``), its live singletons and their
+order by support (``sorder``/``salive``, scanned from ``shead[b]``)."""
+Cluster = namedtuple("Cluster", "local start avg_len gamma")
+"""The cluster's records (local code ids, ``local[start[i]:start[i+1]]``), mean record length
+and number of codes."""
+Buffers = namedtuple("Buffers", "cnt seen touched acc rest gain nz")
+"""Scratch arrays Step 6 reuses: per-token counters and marks, and word-sized bitsets."""
+
+
 @njit(cache=True, nogil=True)
-def _step_6_best_pair(p: np.ndarray, n_p: int, n_opt: int, opt_u: np.ndarray, opt_z: np.ndarray, least: int,
-                      rows: np.ndarray, everyone: np.ndarray, tsup: np.ndarray, tsize: np.ndarray,
-                      tmin: np.ndarray, tblock: np.ndarray, btok: np.ndarray, boff: np.ndarray, blen: np.ndarray,
-                      bsingle: np.ndarray, sorder: np.ndarray, salive: np.ndarray, shead: np.ndarray,
-                      local: np.ndarray, start: np.ndarray, rep: np.ndarray, cnt: np.ndarray, seen: np.ndarray,
-                      touched: np.ndarray, acc: np.ndarray, rest: np.ndarray, gain: np.ndarray, nz: np.ndarray,
-                      words: int, avg_len: float, gamma: int) -> tuple[int, int]:
+def _step_6_best_pair(p: np.ndarray, n_p: int, opt_u: np.ndarray, opt_z: np.ndarray, n_opt: int, least: int,
+                      tokens: Tokens, blocks: Blocks, cluster: Cluster, buffers: Buffers) -> tuple[int, int]:
     """Step 6: among the pairs (u, u') of one block with the least |u| + |u'| (UL(u ∪ u') =
     2^|u ∪ u'| - 1 is then least), the one after which p is held by the most records (ties:
-    smallest code of u, then of u'). Returns (u, u')."""
+    smallest code of u, then of u'). ``opt_u[:n_opt]``, ``opt_z[:n_opt]``: the tokens of p
+    that have a partner and the partner size giving ``least``. Returns (u, u')."""
+    rows, everyone, tsup, tsize, tmin, tblock, rep, words = tokens
+    btok, boff, blen, bsingle, sorder, salive, shead = blocks
+    local, start, avg_len, gamma = cluster
+    cnt, seen, touched, acc, rest, gain, nz = buffers
     # the pair of least key (-sup of p after the merge, smallest code of u, of u')
     best_sup, best_u, best_v = -1, -1, -1
     best_tu, best_tv = gamma, gamma               # tmin of the best pair's tokens
@@ -436,6 +454,10 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
     p = np.empty(max(m, 1), dtype=np.int64)
     opt_u = np.empty(max(m, 1), dtype=np.int64)
     opt_z = np.empty(max(m, 1), dtype=np.int64)
+    tokens = Tokens(rows, everyone, tsup, tsize, tmin, tblock, rep, words)
+    blocks = Blocks(btok, boff, blen, bsingle, sorder, salive, shead)
+    cluster = Cluster(local, start, avg_len, gamma)
+    buffers = Buffers(cnt, seen, touched, acc, rest, gain, nz)
     new = gamma + 1
     s = 0
     for q in range(queue.shape[0]):                                            # Step 4
@@ -448,9 +470,8 @@ def steps_3_to_14(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarra
                 s += _steps_9_to_12(p, n_p, rows, tsup, tsize, tmin, tblock, head, nxt, rep, bsingle, salive,
                                     btok, slot, boff, blen, k)
                 break
-            u, v = _step_6_best_pair(p, n_p, n_opt, opt_u, opt_z, least, rows, everyone, tsup, tsize, tmin,
-                                     tblock, btok, boff, blen, bsingle, sorder, salive, shead, local, start, rep,
-                                     cnt, seen, touched, acc, rest, gain, nz, words, avg_len, gamma)  # Step 6
+            u, v = _step_6_best_pair(p, n_p, opt_u, opt_z, n_opt, least, tokens, blocks, cluster,
+                                     buffers)                                   # Step 6
             n_p = _steps_7_8_merge(u, v, new, p, n_p, rows, words, tsup, tsize, tmin, tblock, slot, btok, boff,
                                    blen, bsingle, salive, head, tail, nxt, rep)     # Steps 7-8
             new += 1

@@ -24,6 +24,7 @@ from ...verifiers import CheckResult, lkc_privacy
 from ...verifiers.lkc import interval_cut, release_columns
 from ..base import Progress, Staged, release_view
 from . import measures, release
+from ..papers import cite
 from .pais import pais
 from .params import LKCParams, check
 from .state import State
@@ -31,7 +32,7 @@ from .state import State
 
 class LKC:
     name = "lkc"
-    summary = "LKC-privacy by top-down specialization (PAIS, seed 003): classification or discernibility score"
+    summary = f"LKC-privacy by top-down specialization (PAIS; {cite('lkc')}): classification or discernibility score"
     views = release_view("release")
 
     def check_params(self, job: Job) -> LKCParams:

@@ -23,6 +23,7 @@ from ...job import Job
 from ...verifiers import CheckResult
 from ...verifiers.longitudinal import verify_release
 from ..base import Partitioning, Progress, ReleaseTable, Staged, check_k, release_view
+from ..papers import cite
 from .load import load
 from .mdav import Pool, mdav
 from .measures import longitudinal_report
@@ -34,7 +35,7 @@ RESERVED = ("release_id", "trajectory", "n_pairs")
 
 class Longitudinal:
     name = "longitudinal"
-    summary = "k-anonymity of (ICD, age) trajectories: A-GS alignment + MDAV' clustering (seed 004)"
+    summary = f"k-anonymity of (ICD, age) trajectories: A-GS alignment + MDAV' clustering ({cite('longitudinal')})"
     views = release_view("events")       # one row per published record and position
     # k-anonymity of whole trajectories holds per cluster, so releases of disjoint fragments
     # union into one (docs/scale.md)
