@@ -92,7 +92,10 @@ def test_methods_command_names_each_paper(capsys):
     out = capsys.readouterr().out
     assert not SEED_NAME.search(out)
     lines = {line.split()[0]: line for line in out.splitlines() if line and not line.startswith(" ")}
+    from anon_duck.methods import get_method
     for name in method_names():
+        if not type(get_method(name)).__module__.startswith("anon_duck."):
+            continue                              # a plug-in another test registered
         assert PAPERS[METHOD_PAPER[name]].short in lines[name], name      # each summary cites its paper
     for p in PAPERS.values():                                           # and the list below gives it in full
         assert f"{p.short}: {p.reference}" in out
