@@ -30,8 +30,8 @@ def find(available: Iterable[str], wanted: str, *, case_sensitive: bool, key: st
     found = matches(available, wanted, case_sensitive=case_sensitive)
     if len(found) > 1:
         raise InputError(f"{key} = {wanted!r}: {where} has {len(found)} {kind}s of that name, "
-                         f"{' and '.join(map(repr, found))}, which the engine does not tell apart (it matches names "
-                         f"without regard to case): rename or drop one of them")
+                         f"{' and '.join(map(repr, found))}, which differ only in case; names are matched without "
+                         f"regard to case, as the engine matches them, so either could be meant: rename or drop one")
     return found[0] if found else None
 
 
