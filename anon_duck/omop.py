@@ -1,4 +1,4 @@
-"""``[input.omop]``: an OMOP CDM v5.4 database as the standard roles of a job.
+"""``[input.omop]``: an OMOP CDM v5.3 or v5.4 database as the standard roles of a job.
 
 A job names an OMOP database (a schema, or a folder of CSV/Parquet files named after the
 tables) instead of its own tables. :func:`expand` turns that, when the job is parsed, into an

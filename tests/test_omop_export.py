@@ -40,6 +40,16 @@ def export_job(method: str, release: str | None = None, **omop):
                           "release": {"name": release or f"export_{method}"}})
 
 
+def schema_job(method: str, schema: str, release: str):
+    """The job of :func:`export_job` on the export's tables in a schema (with the folder's QIs:
+    zip3 is a default only when a folder shows a location file)."""
+    spec = export_job(method).dataset.omop
+    omop = {"schema": schema, **({"qis": list(spec.qis)} if "person" in spec.roles else {}),
+            **({"class": "ethnicity"} if method == "lkc" else {})}
+    return job_from_dict({"input": {"omop": omop}, "method": {"name": method, **PARAMS[method]},
+                          "release": {"name": release}})
+
+
 # --------------------------------------------------------------------------------------
 # what the fixture is, by brute force from its CSVs
 # --------------------------------------------------------------------------------------
@@ -115,12 +125,8 @@ def test_every_method_runs_on_the_export_from_an_upper_case_schema(method, con):
     _load_schema(con)
     assert con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'PERSON' "
                        "ORDER BY ordinal_position LIMIT 1").fetchall() == [("PERSON_ID",)]
-    folder_job = export_job(method)
-    from_folder = anon_duck.run(duckdb.connect(), folder_job)
-    spec = folder_job.dataset.omop
-    qis = {"qis": list(spec.qis)} if "person" in spec.roles else {}    # zip3 is a default only with a folder
-    job = job_from_dict({"input": {"omop": {"schema": "cdm", **qis, **({"class": "ethnicity"} if method == "lkc" else {})}},
-                         "method": {"name": method, **PARAMS[method]}, "release": {"name": f"schema_{method}"}})
+    from_folder = anon_duck.run(duckdb.connect(), export_job(method))
+    job = schema_job(method, "cdm", f"schema_{method}")
     result = anon_duck.run(con, job)
     assert result.verified and all(c.passed for c in anon_duck.verify(con, job))
     assert result.facts == from_folder.facts and result.warnings == from_folder.warnings

@@ -503,3 +503,27 @@ def test_every_template_the_demo_executes_ran_on_spark(spark):
     missing = sorted(DEMO_TEMPLATES - on_spark - DUCKDB_BACKEND_OWN)
     assert missing == [], f"executed by the demo on DuckDB, never on Spark: {missing}"
     assert len(DEMO_TEMPLATES) > 100
+
+
+@pytest.mark.slow
+def test_the_omop_export_runs_every_method_on_spark(spark):
+    """#30: fixtures/omop_export (upper-case file names and headers, a vocabulary trimmed to
+    the used condition concepts, concept 0, a polyhierarchy) on Spark: each of the five methods
+    runs from ``[input.omop] path =`` alone and verifies there, with DuckDB's warnings and facts;
+    the same from a schema whose tables have upper-case columns."""
+    from test_omop_export import EXPORT, METHODS, export_job, schema_job
+    spark.spark.sql("CREATE DATABASE IF NOT EXISTS cdm")
+    with duckdb.connect() as con:
+        for path in sorted(EXPORT.glob("*.csv")):
+            spark.write_table(("cdm", path.stem), con.execute(
+                "SELECT * FROM read_csv(?, header = true, types = {'ZIP': 'VARCHAR'})", [str(path)]).fetchnumpy())
+    assert "PERSON_ID" in spark.spark.table("cdm.person").columns
+    for method in METHODS:
+        job = export_job(method, release=f"spark_export_{method}")
+        result = anon_duck.run(spark.spark, job)
+        assert result.verified and all(c.passed for c in anon_duck.verify(spark.spark, job)), method
+        on_duckdb = anon_duck.run(duckdb.connect(), job)
+        assert result.warnings == on_duckdb.warnings and len(result.warnings) in (1, 2), method
+        assert result.facts == on_duckdb.facts, method
+        again = anon_duck.run(spark.spark, schema_job(method, "cdm", f"spark_schema_{method}"))
+        assert again.verified and again.warnings == result.warnings and again.facts == result.facts, method
