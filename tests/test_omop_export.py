@@ -359,3 +359,26 @@ def test_a_file_duckdb_cannot_read_names_the_csv_keys(tmp_path, con):
     text = str(err.value)
     assert "input.codes.csv = {delimiter" in text and "the reader guessed delimiter = ','" in text
     assert "Possible fixes" not in text and "sample_size" not in text and len(text.splitlines()) == 1
+
+
+def test_an_omop_folder_of_semicolon_files_runs_from_its_csv_keys(tmp_path):
+    folder = tmp_path / "export"
+    folder.mkdir()
+    for path in EXPORT.glob("*.csv"):
+        (folder / path.name).write_bytes(path.read_bytes().replace(b",", b";").replace(b"\n", b"\r\n"))
+    expected = anon_duck.run(duckdb.connect(), export_job("disassociation"))
+    got = anon_duck.run(duckdb.connect(), export_job("disassociation", path=str(folder), csv={"delimiter": ";"}))
+    assert got.verified and got.facts == expected.facts and got.warnings == expected.warnings
+    with duckdb.connect() as c, pytest.raises(InputError, match=r"OMOP table 'person' .* has no column 'person_id'"):
+        anon_duck.run(c, export_job("disassociation", path=str(folder), csv={"delimiter": ","}))
+
+
+def test_a_case_sensitive_engine_finds_only_the_exact_spelling():
+    """Spark with spark.sql.caseSensitive=true tells PID from pid: so do the input checks."""
+    from anon_duck.names import resolve
+    assert resolve(["PID", "age"], "pid", case_sensitive=False, key="input.id", where="t") == "PID"
+    with pytest.raises(InputError, match=r"input.id = 'pid': no such column in t \(columns: PID, age\)"):
+        resolve(["PID", "age"], "pid", case_sensitive=True, key="input.id", where="t")
+    assert resolve(["pid", "PID"], "PID", case_sensitive=True, key="input.id", where="t") == "PID"
+    with pytest.raises(InputError, match=r"'pid' and 'PID', which differ only in case"):
+        resolve(["pid", "PID"], "PID", case_sensitive=False, key="input.id", where="t")
