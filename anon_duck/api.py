@@ -46,6 +46,7 @@ class RunResult:
     facts: dict[str, Any]
     seconds: float
     stages: list[tuple[str, float]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)     # what the input checks accepted but say (Inputs)
 
     @property
     def verified(self) -> bool:
@@ -68,7 +69,8 @@ def run(con: Connection, job: Job, *, progress: Progress | None = None) -> RunRe
         checks = method.verify(backend, job, {t.suffix: t.staged for t in staged.tables}, params)
         _gate(job, checks)
         tables = release.publish(backend, job, staged.tables, checks, staged.facts)
-    return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace)
+    return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace,
+                     inputs.warnings)
 
 
 def _gate(job: Job, checks: list[CheckResult]) -> None:
@@ -216,6 +218,9 @@ def _profile(backend: Backend, job: Job, inputs: Inputs) -> dict[str, Any]:
         out["codes"] = {"pairs": n_pairs, "distinct_codes": n_codes, "persons_with_codes": n_persons,
                         "mean_per_person": round(n_pairs / n_persons, 3) if n_persons else 0, "max_per_person": max_len}
     out["missing_from_hierarchies"] = [c for c in inputs.coverage if c["missing"]]
+    if inputs.omop:
+        out["omop"] = inputs.omop
+    out["warnings"] = inputs.warnings
     if inputs.events:
         n_events, n_persons, n_codes, n_ages = backend.rows(
             "inspect: events", render("inputs/inspect_events.sql.j2", relation=inputs.events))[0]

@@ -224,6 +224,7 @@ def _run(args: argparse.Namespace) -> int:
     job = load_job(args.job)
     with _connect(args) as con:
         result = api.run(con, job, progress=TerminalProgress.if_tty())
+    _warn(result.warnings)
     print(f"release {result.release}: {', '.join(result.tables)} "
           f"(verified by {', '.join(c.name for c in result.checks)}; {result.seconds:.2f} s)")
     print(f"  {_headline(job.method, result.facts)}")
@@ -328,8 +329,16 @@ def _inspect(args: argparse.Namespace) -> int:
     job = load_job(args.job)
     with _connect(args, read_only=True) as con:
         out = api.inspect(con, job)
-    print(json.dumps(out, indent=2, default=str) if args.json else _flat(out))
+    _warn(out["warnings"])
+    print(json.dumps(out, indent=2, default=str) if args.json else _flat({k: v for k, v in out.items() if k != "warnings"}))
     return 0
+
+
+def _warn(warnings: list[str]) -> None:
+    """What the input checks accepted but the user should know (a trimmed OMOP vocabulary):
+    one line each, on stderr, so a release's listing on stdout stays as it is."""
+    for line in warnings:
+        print(f"anon-duck: warning: {line}", file=sys.stderr)
 
 
 def _demo(args: argparse.Namespace) -> int:

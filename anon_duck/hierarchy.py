@@ -39,7 +39,7 @@ import numpy as np
 from .backend.base import Backend
 from .errors import AnonDuckError, InputError, JobError
 from .job import HierarchySpec
-from .omop import derive as derive_omop
+from .omop_derive import derive as derive_omop
 from .scratch import scratch
 from .sqlrender import render
 

@@ -7,15 +7,18 @@ naming the job-file key, the column and the first offending values.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from .backend.base import Backend
+from .csvoptions import is_csv_error, unreadable
 from .errors import AnonDuckError, InputError
 from .hierarchy import NODES
 from .hierarchy import build as build_hierarchies
 from .job import Job, Source
-from .omop import derive as derive_omop
+from .names import resolve
+from .omop_derive import derive as derive_omop
 from .scratch import scratch
 from .sqlrender import render
 
@@ -36,6 +39,10 @@ class Inputs:
     # one fragment of a partitioned run (docs/scale.md): what the job names may occur in the
     # input but not here, and was checked on the whole input before the cut
     fragment: bool = False
+    # what [input.omop] placed instead of refusing (omop_derive.Notes.summary) and the warning
+    # lines saying so, which run and inspect print
+    omop: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
@@ -44,8 +51,15 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
     With ``strict=False`` (``inspect``), values missing from hierarchies are collected in
     ``Inputs.coverage`` instead of raising."""
     ds = job.dataset
-    if ds.omop is not None:   # the roles' relations are derived from the OMOP tables first
-        derive_omop(backend, ds.omop)
+    notes = derive_omop(backend, ds.omop) if ds.omop is not None else None   # OMOP: the roles' relations first
+    inputs = _prepare(backend, job, strict)
+    if notes is not None:
+        inputs = dataclasses.replace(inputs, omop=notes.summary(), warnings=notes.warnings())
+    return inputs
+
+
+def _prepare(backend: Backend, job: Job, strict: bool) -> Inputs:
+    ds = job.dataset
     if ds.source is None:
         return _prepare_without_person_table(backend, job, strict)
     # ids and categorical values are labels, never numbers: keep their spelling from CSV
@@ -57,7 +71,9 @@ def prepare(backend: Backend, job: Job, *, strict: bool = True) -> Inputs:
         ("input.drop", c) for c in ds.drop] + [("input.keep", c) for c in ds.keep]
     if ds.codes and ds.codes.is_list_column:
         role_columns.append(("input.codes.column", ds.codes.code))
-    _require(columns, [(key, col) for key, col in role_columns if col is not None], ds.source.describe())
+    found = _require(backend, columns, [(key, col) for key, col in role_columns if col is not None],
+                     ds.source.describe())
+    person, columns = _named_as_job(backend, person, columns, found)
     n_rows = _check_person_rows(backend, job, person)
     _check_kinds(backend, job, person, columns)
 
@@ -196,9 +212,27 @@ def _hierarchies(backend: Backend, job: Job, person: tuple[str, ...], codes: tup
     return coverage
 
 
+def _named_as_job(backend: Backend, person: tuple[str, ...], columns: dict[str, str],
+                  found: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The person relation with its role columns spelled as the job spells them. The engine
+    found ``AGE`` for the job's ``age`` (names.py), but a method reads a column back by the
+    job's name from a result (whose columns keep the relation's spelling) and publishes it under
+    that name: when a spelling differs, the relation is copied into scratch with those columns
+    renamed (every other column as it is). The usual case, every name as written, reads the
+    relation itself."""
+    renamed = {spelled: name for name, spelled in found.items() if spelled != name}
+    if not renamed:
+        return person, columns
+    target = scratch("input_named")
+    backend.run("inputs: names as in the job", render("inputs/rename_columns.sql.j2", target=target, relation=person,
+                                                      columns=list(columns), renamed=renamed))
+    return target, {renamed.get(c, c): kind for c, kind in columns.items()}
+
+
 def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...],
               text_columns: Sequence[str] = ()) -> tuple[str, ...]:
-    """The relation a source names; a file is loaded into ``target`` (``text_columns`` read as text)."""
+    """The relation a source names; a file is loaded into ``target`` (``text_columns`` read as
+    text, CSV as the source's ``csv`` options say)."""
     if source.derived is not None:
         return source.derived
     if source.table is not None:
@@ -208,8 +242,10 @@ def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...
         raise InputError(f"{key}.path = {str(source.path)!r}: no such file")
     fmt = "parquet" if ".parquet" in source.path.name.lower() else "csv"
     try:
-        backend.load_file(f"{key}: load {source.path.name}", target, str(source.path), fmt, text_columns)
+        backend.load_file(f"{key}: load {source.path.name}", target, str(source.path), fmt, text_columns, source.csv)
     except AnonDuckError as err:
+        if fmt == "csv" and is_csv_error(str(err)):
+            raise InputError(f"{key}.path = {str(source.path)!r}: {unreadable(str(err), f'{key}.csv')}") from err
         raise InputError(f"{key}.path = {str(source.path)!r}: cannot read it as {fmt}: {err}") from err
     return target
 
@@ -221,10 +257,12 @@ def _columns(backend: Backend, relation: tuple[str, ...], key: str, source: Sour
         raise InputError(f"{key}: {source.describe()} does not exist in the database") from err
 
 
-def _require(columns: dict[str, str], wanted: Sequence[tuple[str, str]], where: str) -> None:
-    for key, col in wanted:
-        if col not in columns:
-            raise InputError(f"{key} = {col!r}: no such column in {where} (columns: {', '.join(columns)})")
+def _require(backend: Backend, columns: dict[str, str], wanted: Sequence[tuple[str, str]],
+             where: str) -> dict[str, str]:
+    """Each wanted column's spelling in ``columns``, found as the engine finds names (names.py);
+    the first missing or ambiguous one is an InputError naming its key."""
+    case_sensitive = backend.case_sensitive()
+    return {col: resolve(columns, col, case_sensitive=case_sensitive, key=key, where=where) for key, col in wanted}
 
 
 def _codes(backend: Backend, job: Job, person: tuple[str, ...] | None, person_cols: dict[str, str]) -> tuple[str, ...]:
@@ -242,10 +280,10 @@ def _codes(backend: Backend, job: Job, person: tuple[str, ...] | None, person_co
         return target
     assert spec.source is not None and spec.id is not None
     rel = _relation(backend, spec.source, "input.codes", scratch("codes_src"), [spec.id, spec.code])
-    _require(_columns(backend, rel, "input.codes", spec.source),
-             [("input.codes.id", spec.id), ("input.codes.code", spec.code)], spec.source.describe())
+    found = _require(backend, _columns(backend, rel, "input.codes", spec.source),
+                     [("input.codes.id", spec.id), ("input.codes.code", spec.code)], spec.source.describe())
     backend.run("inputs: codes", render("inputs/normalize_codes.sql.j2", target=target, relation=rel,
-                                        id=spec.id, code=spec.code, is_list=False))
+                                        id=found[spec.id], code=found[spec.code], is_list=False))
     _orphans(backend, job, target, person, "input.codes")
     return target
 
@@ -258,15 +296,16 @@ def _events(backend: Backend, job: Job, person: tuple[str, ...] | None) -> tuple
     wanted = [("input.events.id", spec.id), ("input.events.code", spec.code), ("input.events.age", spec.age)]
     if spec.position:
         wanted.append(("input.events.position", spec.position))
-    _require(cols, wanted, spec.source.describe())
-    whole = [c for c in (spec.age, spec.position) if c and cols[c] not in INTEGER_TYPES]
+    found = _require(backend, cols, wanted, spec.source.describe())
+    whole = [found[c] for c in (spec.age, spec.position) if c and cols[found[c]] not in INTEGER_TYPES]
     problems = [f"column {c!r} has type {cols[c]}; {detail}" for c in whole
-                if (detail := _not_numbers(backend, rel, c, spec.id, "INTEGER"))]
+                if (detail := _not_numbers(backend, rel, c, found[spec.id], "INTEGER"))]
     if problems:
         raise InputError("input.events: age and position must be whole numbers: " + "; ".join(problems))
     target = scratch("events")
     backend.run("inputs: events", render("inputs/normalize_events.sql.j2", target=target, relation=rel,
-                                         id=spec.id, code=spec.code, age=spec.age, position=spec.position))
+                                         id=found[spec.id], code=found[spec.code], age=found[spec.age],
+                                         position=found[spec.position] if spec.position else None))
     canonical = {"id": spec.id, "position": spec.position or "position", "code": spec.code, "age": spec.age}
     profile = backend.rows("inputs: events profile", render(
         "inputs/profile.sql.j2", relation=target, columns=list(canonical), id=None))[0]

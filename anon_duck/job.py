@@ -13,6 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, Mapping
 
+from .csvoptions import DEFAULT as CSV_DEFAULT
+from .csvoptions import parse as parse_csv
 from .errors import JobError
 from .jobspec import (DATE_UNITS, QI, Codes, Dataset, Events, HierarchySpec, Job, Release, RiskSettings, Settings,
                       Source)
@@ -76,12 +78,13 @@ def job_from_dict(doc: Mapping[str, Any], *, base_dir: Path = Path(".")) -> Job:
 
 
 def _dataset(t: Mapping[str, Any], base: Path) -> Dataset:
-    _only(t, "input", {"table", "path", "id", "drop", "qi", "codes", "events", "sensitive", "class", "keep", "omop"})
+    _only(t, "input", {"table", "path", "id", "drop", "qi", "codes", "events", "sensitive", "class", "keep", "omop",
+                      "csv"})
     if "table" in t or "path" in t or not ("codes" in t or "events" in t):
         source: Source | None = _source(t, "input", base)
     else:
         source = None
-        for key in ("qi", "sensitive", "class", "drop", "keep"):
+        for key in ("qi", "sensitive", "class", "drop", "keep", "csv"):
             if key in t:
                 raise JobError(f"input.{key} needs a person table: add input.table or input.path")
     qis = tuple(_qi(q, f"input.qi[{i}]") for i, q in enumerate(_list(t.get("qi", []), "input.qi")))
@@ -134,10 +137,10 @@ def _qi(t: Any, key: str) -> QI:
 
 def _codes(t: Mapping[str, Any], base: Path) -> Codes:
     key = "input.codes"
-    _only(t, key, {"table", "path", "id", "code", "column", "hierarchy"})
+    _only(t, key, {"table", "path", "id", "code", "column", "hierarchy", "csv"})
     hierarchy = _opt_str(t.get("hierarchy"), f"{key}.hierarchy")
     if "column" in t:
-        if any(k in t for k in ("table", "path", "code")):
+        if any(k in t for k in ("table", "path", "code", "csv")):
             raise JobError(f"{key}: give either column (a LIST column of the input table) or table/path + code")
         return Codes(None, None, _str(t["column"], f"{key}.column"), hierarchy, is_list_column=True)
     _required(t, key, ("id", "code"))
@@ -146,7 +149,7 @@ def _codes(t: Mapping[str, Any], base: Path) -> Codes:
 
 def _events(t: Mapping[str, Any], base: Path) -> Events:
     key = "input.events"
-    _only(t, key, {"table", "path", "id", "position", "code", "age", "code_hierarchy", "age_hierarchy"})
+    _only(t, key, {"table", "path", "id", "position", "code", "age", "code_hierarchy", "age_hierarchy", "csv"})
     _required(t, key, ("id", "code", "age"))
     return Events(
         _source(t, key, base), _str(t["id"], f"{key}.id"), _str(t["code"], f"{key}.code"),
@@ -325,11 +328,15 @@ def _source(t: Mapping[str, Any], key: str, base: Path) -> Source:
     if has_table == has_path:
         raise JobError(f"{key}: give exactly one of table (in the database) or path (CSV/Parquet file)")
     if has_table:
+        if "csv" in t:
+            raise JobError(f"{key}.csv: says how a CSV file is written; {key}.table names a table")
         return Source(table=_str(t["table"], f"{key}.table"))
     path = Path(base, _str(t["path"], f"{key}.path"))
     if not re.search(r"\.(csv|tsv|parquet)(\.gz|\.zst)?$", path.name, re.I):
         raise JobError(f"{key}.path = {str(path)!r}: must be a .csv, .tsv or .parquet file (optionally .gz)")
-    return Source(path=path)
+    if "csv" in t and ".parquet" in path.name.lower():
+        raise JobError(f"{key}.csv: says how a CSV file is written; {key}.path is a Parquet file")
+    return Source(path=path, csv=parse_csv(t["csv"], f"{key}.csv") if "csv" in t else CSV_DEFAULT)
 
 
 # --------------------------------------------------------------------------------------

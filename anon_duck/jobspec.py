@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .csvoptions import DEFAULT as CSV_DEFAULT
+from .csvoptions import CsvOptions
+
 DATE_UNITS = ("day", "month", "year", "decade")
 # The file names tried, in this order, for an OMOP table in a folder ([input.omop] path).
 OMOP_FILE_SUFFIXES = (".parquet", ".csv", ".csv.gz")
@@ -25,6 +28,7 @@ class Source:
     path: Path | None = None
     derived: tuple[str, ...] | None = None
     origin: str = ""
+    csv: CsvOptions = CSV_DEFAULT      # how a CSV file is written (``csv = {...}`` of its role)
 
     def describe(self) -> str:
         if self.derived is not None:
@@ -172,6 +176,10 @@ class OmopSpec:
     min_code_frequency: int = 1
     class_: str | None = None
     sensitive: str | None = None
+    # refuse what a trimmed vocabulary lacks (concepts missing from concept, codes without
+    # concept_ancestor rows) instead of placing it (docs/omop.md)
+    strict: bool = False
+    csv: CsvOptions = CSV_DEFAULT      # how the folder's CSV files are written
 
     def where(self, table: str) -> str:
         """Where a table is looked for, for error messages."""

@@ -98,6 +98,7 @@ NOT_EXERCISED_BY_TOYS: dict[str, str] = {
     "inputs/inspect_codes.sql.j2": "code sets: method jobs",
     "inputs/inspect_events.sql.j2": "events: method jobs",
     "inputs/null_examples.sql.j2": "only on bad input: tests/test_api.py",
+    "inputs/rename_columns.sql.j2": "columns the job spells in another case: tests/test_omop_export.py",
     "inputs/non_numeric_values.sql.j2": "only on bad input: tests/test_connection.py",
     "metrics/domain.sql.j2": "numeric QIs without a hierarchy: method jobs",
     "release/meta_value.sql.j2": "read by methods' reports",

@@ -7,6 +7,8 @@ from typing import Any, Callable, ContextManager, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from ..csvoptions import CsvOptions
+
 
 class Backend(Protocol):
     trace: list
@@ -56,9 +58,16 @@ class Backend(Protocol):
     def transaction(self) -> ContextManager[None]:
         """All-or-nothing scope for publishing a release."""
 
-    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str]) -> None:
-        """Load a CSV (with a header) or Parquet file into scratch table ``target``; the
-        ``text_columns`` that exist are read as text (codes and ids keep their spelling)."""
+    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str],
+                  csv: CsvOptions | None = None) -> None:
+        """Load a CSV (with a header, unless ``csv`` says otherwise) or Parquet file into scratch
+        table ``target``; the ``text_columns`` that exist (matched as the engine matches names)
+        are read as text (codes and ids keep their spelling). ``csv``: how the file is written
+        (the job's ``csv = {...}``), passed to the engine's reader."""
+
+    def case_sensitive(self) -> bool:
+        """Whether the engine tells names apart by case (DuckDB never does; Spark only with
+        spark.sql.caseSensitive=true): input names are looked up by the same rule (names.py)."""
 
     def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
         """A relation's columns and their types, spelled as DuckDB does (VARCHAR, BIGINT, ...)."""

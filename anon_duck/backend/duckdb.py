@@ -10,7 +10,10 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import duckdb
 import numpy as np
 
+from ..csvoptions import DEFAULT as CSV_DEFAULT
+from ..csvoptions import CsvOptions, duckdb_options
 from ..errors import AnonDuckError
+from ..names import matches
 from ..sqlrender import render
 
 _register_ids = itertools.count()
@@ -158,12 +161,19 @@ class DuckDBBackend:
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _transaction(self.con)
 
-    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str]) -> None:
+    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str],
+                  csv: CsvOptions | None = None) -> None:
+        options = duckdb_options(csv or CSV_DEFAULT) if fmt == "csv" else {}
         if fmt == "csv":   # only columns that exist can be typed; a missing one is reported by the role checks
-            present = {r[0] for r in self.rows(f"{stage}: sniff", render("inputs/csv_columns.sql.j2"), {"path": path})}
-            text_columns = [c for c in text_columns if c in present]
-        self.run(stage, render("inputs/load_file.sql.j2", target=tuple(target), format=fmt,
+            present = [r[0] for r in self.rows(f"{stage}: sniff", render("inputs/csv_columns.sql.j2", csv=options),
+                                               {"path": path})]
+            text_columns = [found for c in text_columns for found in matches(present, c, case_sensitive=False)]
+        self.run(stage, render("inputs/load_file.sql.j2", target=tuple(target), format=fmt, csv=options,
                                text_columns=list(dict.fromkeys(text_columns))), {"path": path})
+
+    def case_sensitive(self) -> bool:
+        """DuckDB matches names without regard to case, quoted or not."""
+        return False
 
     def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
         return {name: typ for name, typ in self.rows(stage, render("inputs/columns.sql.j2", relation=relation))}

@@ -38,7 +38,10 @@ import numpy as np
 import sqlglot
 from sqlglot import exp
 
+from ..csvoptions import DEFAULT as CSV_DEFAULT
+from ..csvoptions import CsvOptions, spark_options
 from ..errors import AnonDuckError, EngineError
+from ..names import matches
 from ..sqlrender import render
 from .duckdb import DuckDBBackend
 
@@ -447,11 +450,13 @@ class SparkBackend:
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _no_transaction()
 
-    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str]) -> None:
-        """Spark's reader; for CSV the types are inferred, then read again with the text columns
-        as strings (inference would turn codes such as "013053" into numbers). A relative local
-        path is this process's, as on DuckDB: the JVM resolves one against its own working
-        folder, which is where the session started, not where the caller is now."""
+    def load_file(self, stage: str, target: Sequence[str], path: str, fmt: str, text_columns: Sequence[str],
+                  csv: CsvOptions | None = None) -> None:
+        """Spark's reader, with the job's ``csv`` options; for CSV the types are inferred, then
+        read again with the text columns as strings (inference would turn codes such as "013053"
+        into numbers). A relative local path is this process's, as on DuckDB: the JVM resolves
+        one against its own working folder, which is where the session started, not where the
+        caller is now."""
         t0 = time.perf_counter()
         if not os.path.isabs(path) and ":" not in path.split("/")[0]:
             path = os.path.abspath(path)
@@ -459,13 +464,20 @@ class SparkBackend:
             if fmt == "parquet":
                 df = self.spark.read.parquet(path)
             else:
-                reader = self.spark.read.option("header", True)
+                reader = self.spark.read.options(**spark_options(csv or CSV_DEFAULT))
                 schema = reader.option("inferSchema", True).csv(path).schema
                 from pyspark.sql.types import StringType, StructField, StructType
-                df = reader.schema(StructType([StructField(f.name, StringType() if f.name in text_columns else f.dataType)
+                names = [f.name for f in schema.fields]
+                text = {found for c in text_columns
+                        for found in matches(names, c, case_sensitive=self.case_sensitive())}
+                df = reader.schema(StructType([StructField(f.name, StringType() if f.name in text else f.dataType)
                                                for f in schema.fields])).csv(path)
             df.localCheckpoint(eager=True).createOrReplaceTempView(target[-1])
         self.trace.append((stage, time.perf_counter() - t0))
+
+    def case_sensitive(self) -> bool:
+        """Spark tells names apart by case only with spark.sql.caseSensitive=true (not its default)."""
+        return str(self.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
 
     def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
         parts = (relation,) if isinstance(relation, str) else tuple(relation)
