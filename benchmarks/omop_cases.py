@@ -1,0 +1,79 @@
+"""Bench cases on an OMOP CDM shaped like a health system's (issue #31): 10,000 × scale persons
+with ~50 condition events each over 2,000 concepts (benchmarks/generators/omop_cdm.py), every
+method from ``[input.omop] path =``: ``run`` timed, then ``verify``, ``risk`` and ``report``
+each timed on the published release, with the process's CPU time and peak RSS. Methods that
+work per person set (disassociation, longitudinal, ArtUC) run partitioned from 100K persons on
+(``partition_size``; docs/scale.md), as a steward would at that size."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import resource
+import time
+from typing import Any, Callable
+
+from anon_duck.job import Job, parse_job
+
+from .cases import _jobs, case, connect, peak_then_digest
+from .generators import DATA
+from .generators.omop_cdm import Shape, cached
+
+PERSONS = 10_000           # at scale 1
+PARTITION_SIZE = 20_000    # per fragment, from PARTITIONED_FROM persons on
+PARTITIONED_FROM = 100_000
+METHODS = ("fulldomain", "lkc", "disassociation", "longitudinal", "artuc")
+PARTITIONABLE = ("disassociation", "longitudinal", "artuc")
+
+
+def persons(scale: float) -> int:
+    return max(200, round(PERSONS * scale))
+
+
+def cdm(scale: float):
+    """The generated CDM at ``scale`` (cached under bench_out/data)."""
+    n = persons(scale)
+    return cached(DATA / f"omop_cdm_{n}", Shape(persons=n))
+
+
+def omop_job(method: str, scale: float) -> Job:
+    """``fixtures/jobs/omop_<method>.toml`` on the generated CDM, partitioned from 100K persons."""
+    text = (_jobs() / f"omop_{method}.toml").read_text()
+    assert 'path = "../omop"' in text, f"omop_{method}.toml reads another folder"
+    job = parse_job(text.replace('path = "../omop"', f"path = {json.dumps(str(cdm(scale).resolve()))}"),
+                    base_dir=_jobs())
+    if method in PARTITIONABLE and persons(scale) >= PARTITIONED_FROM:
+        job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=PARTITION_SIZE))
+    return job
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = work()
+    return time.perf_counter() - t0, out
+
+
+def _omop_case(method: str) -> Callable[[float], dict[str, Any]]:
+    def run_case(scale: float) -> dict[str, Any]:
+        from anon_duck import api
+        job = omop_job(method, scale)
+        with connect() as con:
+            cpu0 = _cpu()
+            seconds, result = _timed(lambda: api.run(con, job))
+            cpu = _cpu() - cpu0
+            verify_s, checks = _timed(lambda: api.verify(con, job))
+            risk_s, _ = _timed(lambda: api.risk(con, job))
+            report_s, _ = _timed(lambda: api.report(con, job))
+            return {"seconds": seconds, "cpu_s": cpu, "verify_s": verify_s, "risk_s": risk_s, "report_s": report_s,
+                    "rows": persons(scale), "verified": result.verified and all(c.passed for c in checks),
+                    **peak_then_digest(con, job)}
+    run_case.__doc__ = f"{method} on the OMOP-shaped CDM: run, then verify, risk and report, each timed."
+    return run_case
+
+
+for _method in METHODS:
+    case(f"omop_cdm_{_method}", data=cdm)(_omop_case(_method))
