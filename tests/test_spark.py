@@ -236,11 +236,11 @@ def _checks(checks) -> list[tuple]:
 # numeric_split = 'best_valid', which the demo's LKC job runs): each runs end to end on Spark;
 # counterfeit_toy_intervals is audited on Spark below
 SPARK_RUNS = ["toy_fulldomain.toml", "lkc_toy.toml", "lkc_grown_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml",
-              "disassociation_toy.toml", "disassociation_cba_toy.toml", "longitudinal_toy.toml"]
+              "disassociation_toy.toml", "disassociation_cba_toy.toml", "longitudinal_toy.toml", "mondrian_toy.toml"]
 # each method's report compared on both engines (about 10 s each on Spark); fulldomain's whole
 # report document is compared by the CLI test (report --json)
 REPORTED = {"lkc_toy.toml", "counterfeit_toy.toml", "artuc_toy.toml", "disassociation_toy.toml",
-            "longitudinal_toy.toml"}
+            "longitudinal_toy.toml", "mondrian_toy.toml"}
 # inspect profiles the input whatever the method: compared once per kind of input (QIs and a
 # sensitive column, code sets, event sequences; about 5 s each on Spark)
 INSPECTED = {"lkc_toy.toml", "disassociation_toy.toml", "longitudinal_toy.toml"}
