@@ -52,7 +52,7 @@ def test_k_and_l_in_one_statement_match_a_brute_force_count(backend, statements,
     assert (res.passed, res.n_violations) == (not small, len(small))
     assert res.violations == [{"a": key[0], "b": key[1], "class_size": n} for n, key in small[:limit]]
     assert res.detail == {"n_rows": len(rows), "n_classes": len(sizes), "min_class_size": min(sizes.values(), default=None),
-                          "max_class_size": max(sizes.values(), default=None), "nulls": {}, "k": k}
+                          "max_class_size": max(sizes.values(), default=None), "k": k}
 
     res = l_diversity(backend, relation="t", qis=["a", "b"], sensitive="s", l=l, limit=limit)
     poor = sorted((len(values[key]), n, key) for key, n in sizes.items() if len(values[key]) < l)

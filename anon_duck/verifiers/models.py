@@ -23,7 +23,8 @@ Conventions shared by all verifiers:
 * k-anonymity, l-diversity and t-closeness read a NULL QI as a value of its own (it is what
   GROUP BY does, in every engine, and what a reader of the release sees: the NULL rows form a
   class that must itself be large and diverse enough), and a NULL sensitive value as one value
-  of its own ("unknown"); ``detail["nulls"]`` counts the NULL rows per column. The dbt tests
+  of its own ("unknown"); ``detail["nulls"]``, present when there are any, counts the NULL rows
+  per column. The dbt tests
   render the same macros, so both paths agree (docs/verifiers.md, "NULLs"). The other
   verifiers join on ids and codes, where a NULL would vanish from the join: NULL in a column
   they group or join on raises :class:`~anon_duck.errors.InputError` naming the column and the
@@ -139,7 +140,9 @@ def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
                               sensitive=sensitive, l=int(l),
                               kind=kind, c=None if c is None else float(c))
     n = len(qis)
-    violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1], "entropy": r[n + 2]} for r in rows]
+    violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1], "entropy": _rounded(r[n + 2])}
+                  for r in rows]
+    summary["min_entropy"] = _rounded(summary["min_entropy"])
     extra = {"kind": kind, "l": int(l)} | ({"c": float(c)} if kind == "recursive" else {})
     return _counted(name, summary, violations, limit, extra)
 
@@ -177,8 +180,16 @@ def t_closeness(backend: Backend, *, relation: Relation, qis: Sequence[str], sen
                               extra=("max_emd",), sensitive=sensitive, t=float(t), ordered=bool(ordered),
                               reference=reference)
     n = len(qis)
-    violations = [{**_qi_dict(qis, r), "class_size": r[n], "emd": r[n + 1]} for r in rows]
+    violations = [{**_qi_dict(qis, r), "class_size": r[n], "emd": _rounded(r[n + 1])} for r in rows]
+    summary["max_emd"] = _rounded(summary["max_emd"])
     return _counted(name, summary, violations, limit, {"t": float(t), "ordered": bool(ordered)})
+
+
+def _rounded(value: float | None) -> float | None:
+    """An entropy or EMD as reported: to 12 decimals, so that engines that add the same terms in
+    another order report the same number (the verdict itself is decided in SQL, with 1e-9 of
+    slack)."""
+    return None if value is None else round(float(value), 12)
 
 
 def is_numeric_type(sql_type: str) -> bool:
@@ -514,7 +525,8 @@ def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], l
     verdict, the class summary and the NULL count, and lists the first ``limit`` violating
     classes. A NULL is a value of its own (module docstring): the NULL rows per QI (and in
     ``sensitive_col``, whose count the template reports last among the summary columns, after
-    ``extra``) go into the summary as ``nulls`` (only the columns that have any). Returns the
+    ``extra``) go into the summary as ``nulls`` (only the columns that have any; no key when
+    none has). Returns the
     summary (``_SUMMARY`` plus ``extra`` plus ``nulls``) and the listed classes (the columns
     after the summary)."""
     rows = backend.rows(f"verify {name}", render(template, relation=relation, qis=qis, **context),
@@ -527,7 +539,8 @@ def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], l
         nulls[sensitive_col] = head[width]
         width += 1
     summary = dict(zip((*_SUMMARY, *extra), (*head[:n], *head[n + len(qis):n + len(qis) + len(extra)])))
-    summary["nulls"] = {c: int(v) for c, v in nulls.items() if v}
+    if any(nulls.values()):
+        summary["nulls"] = {c: int(v) for c, v in nulls.items() if v}
     listed = [r[width:] for r in rows] if summary["n_violations"] else []
     return summary, listed
 
