@@ -33,12 +33,14 @@ def _tree(job, hierarchy: str) -> Tree:
 
 
 def test_toy_release_is_the_worked_example():
-    """fixtures/jobs/mondrian_toy.toml: 12 patients, k = 2, distinct 2-diversity on disease."""
+    """fixtures/jobs/mondrian_toy.toml: 12 patients, k = 2, distinct 2-diversity and
+    0.6-closeness on disease."""
     con = duckdb.connect()
     result = anon_duck.run(con, load_job(JOBS / "mondrian_toy.toml"))
-    assert result.verified and [c.name for c in result.checks] == ["k_anonymity", "l_diversity"]
-    assert result.facts | {} == {"classes": 5, "min_class": 2, "max_class": 4, "rounds": 3, "mode": "strict",
-                                 "l_diversity": {"kind": "distinct", "l": 2}}
+    assert result.verified and [c.name for c in result.checks] == ["k_anonymity", "l_diversity", "t_closeness"]
+    assert result.facts == {"classes": 5, "min_class": 2, "max_class": 4, "rounds": 3, "mode": "strict",
+                            "l_diversity": {"kind": "distinct", "l": 2}, "t_closeness": 0.6}
+    assert result.checks[2].detail["max_emd"] == 0.5
     rows = con.execute("SELECT age, sex, zip, disease FROM toy_mondrian_release ORDER BY ALL").fetchall()
     assert rows == sorted([("[23-25]", "F", "13053", "flu"), ("[23-25]", "F", "13053", "hiv"),
                            ("[27-28]", "M", "13068", "cancer"), ("[27-28]", "M", "13068", "flu"),
