@@ -25,6 +25,7 @@ FIXTURES = _PKG / "fixtures" if (_PKG / "fixtures").is_dir() else _PKG.parent / 
 DEMO_JOBS = [
     ("artuc", "artuc_informs_uc1.toml"),
     ("fulldomain", "adult_fulldomain.toml"),
+    ("mondrian", "mondrian_adult.toml"),
     ("lkc", "lkc_adult_full.toml"),
     ("counterfeit", "counterfeit_adult.toml"),
     ("disassociation", "disassociation_bms.toml"),

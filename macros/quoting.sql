@@ -75,3 +75,14 @@
 {%- endif -%}
 {{- return(aliases) -}}
 {%- endmacro %}
+
+{#- A positive number argument (c of recursive (c, l)-diversity, t of t-closeness) checked and
+    rendered as a DOUBLE literal; ``maximum`` bounds it when given. A value that is not a number
+    in range is a compiler error naming the argument. -#}
+{% macro positive_number(value, name, maximum=none, allow_zero=false) -%}
+{%- if value is sameas true or value is sameas false or value is not number
+      or value < 0 or (value == 0 and not allow_zero) or (maximum is not none and value > maximum) -%}
+{{- exceptions.raise_compiler_error("anon_duck: argument " ~ name ~ " must be a number " ~ (">= 0" if allow_zero else "> 0") ~ (" and <= " ~ maximum if maximum is not none else "") ~ "; got " ~ value) -}}
+{%- endif -%}
+CAST({{ value | float }} AS DOUBLE)
+{%- endmacro %}

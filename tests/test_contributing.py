@@ -24,14 +24,14 @@ from plugins import mondrian
 
 @pytest.fixture(scope="module", autouse=True)
 def registered():
-    register("mondrian", "plugins.mondrian", templates=str(mondrian.TEMPLATES))
+    register("numeric_mondrian", "plugins.mondrian", templates=str(mondrian.TEMPLATES))
 
 
 def _job(tmp_path, k: int, qis: str = '"age", "hours"'):
     path = tmp_path / "job.toml"
     path.write_text(f'[input]\ntable = "people"\nid = "pid"\nsensitive = "disease"\n'
                     + "".join(f'[[input.qi]]\ncolumn = {q}\nkind = "numeric"\n' for q in qis.split(", "))
-                    + f'[method]\nname = "mondrian"\nk = {k}\n[release]\nname = "m"\nseed = 1\n')
+                    + f'[method]\nname = "numeric_mondrian"\nk = {k}\n[release]\nname = "m"\nseed = 1\n')
     return load_job(path)
 
 
@@ -49,7 +49,7 @@ def con():
 
 @pytest.mark.parametrize("k", [2, 5, 25])
 def test_a_plugged_in_mondrian_publishes_a_verified_k_anonymous_release(con, tmp_path, k):
-    assert "mondrian" in method_names() and get_method("mondrian") is mondrian.METHOD
+    assert "numeric_mondrian" in method_names() and get_method("numeric_mondrian") is mondrian.METHOD
     job = _job(tmp_path, k)
     result = anon_duck.run(con, job)
     assert result.verified and [c.name for c in result.checks] == ["k_anonymity"]

@@ -16,7 +16,7 @@ import anon_duck
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.job import load_job
 from anon_duck.risk import risk_measures
-from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
+from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy, t_closeness
 
 from conftest import FIXTURES, JOBS, REPO
 
@@ -37,6 +37,9 @@ SEEDS = {
     "cba_codes_raw": (None, f"SELECT pid, code FROM read_parquet('{FIXTURES}/001/toy_records.parquet')"),
     "artuc_release": ("artuc_toy.toml", "SELECT record, age, origin, gender FROM artuc_toy_release"),
     "artuc_record_tokens": ("artuc_toy.toml", "SELECT record, token FROM artuc_toy_record_tokens"),
+    "mondrian_release": ("mondrian_toy.toml", "SELECT * FROM toy_mondrian_release"),
+    # NULLs (issue #29 item 11): a NULL QI is a value of its own, a NULL sensitive value too
+    "nulls_raw": (None, "SELECT * FROM (VALUES ('a', 'x'), (NULL, 'x'), (NULL, NULL), ('a', NULL), ('b', 'y')) AS t(q, s)"),
     "artuc_raw": (None, f"SELECT d.rec_id, d.age, d.origin, d.gender, c.code "
                         f"FROM read_csv('{FIXTURES}/000/toy_demographics.csv') d "
                         f"JOIN read_csv('{FIXTURES}/000/toy_codes.csv', all_varchar = true) c USING (rec_id)"),
@@ -112,12 +115,16 @@ def _reader(target: str, warehouse: Path):
 
 
 def _tests(results) -> dict[tuple[str, str], tuple[str, int]]:
-    """(test macro, seed or model) -> (status, failures) for every test node dbt ran."""
+    """(test macro, seed or model) -> (status, failures) for every test node dbt ran; a test
+    given a ``kind`` argument is keyed ``<macro>_<kind>``."""
     out = {}
     for r in results.result.results:
         node = r.node
         model = node.attached_node.split(".")[-1]
-        out[(node.test_metadata.name, model)] = (str(r.status), int(r.failures or 0))
+        kind = node.test_metadata.kwargs.get("kind")
+        name = node.test_metadata.name + (f"_{kind}" if kind else "")
+        assert (name, model) not in out, (name, model)
+        out[(name, model)] = (str(r.status), int(r.failures or 0))
     return out
 
 
@@ -137,7 +144,8 @@ def test_no_deprecation_warning_from_the_test_project(dbt_results):
 
 
 def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_verifiers(dbt_results):
-    out, con, _ = dbt_results
+    out, con, read = dbt_results
+    assert read("SELECT count(*) - count(q), count(*) - count(s) FROM nulls_raw") == [(2, 2)]   # real NULLs
     got = _tests(out["test"])
     b = DuckDBBackend(con)
     toy = ["age", "sex", "zip"]
@@ -147,6 +155,15 @@ def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_v
         ("k_anonymous", "toy_raw"): k_anonymity(b, relation="toy_raw", qis=toy, k=2),
         ("l_diverse", "counterfeit_raw"): l_diversity(b, relation="counterfeit_raw", qis=["age", "sex", "zipcode"],
                                                       sensitive="disease", l=2),
+        ("l_diverse_recursive", "counterfeit_raw"): l_diversity(b, relation="counterfeit_raw", qis=["age", "sex", "zipcode"],
+                                                                sensitive="disease", l=2, kind="recursive", c=2,
+                                                                limit=1000),
+        ("t_close", "toy_raw"): t_closeness(b, relation="toy_raw", qis=["sex", "zip"], sensitive="disease", t=0.2,
+                                           limit=1000),
+        ("t_close", "counterfeit_raw"): t_closeness(b, relation="counterfeit_raw", qis=["zipcode"], sensitive="age",
+                                                   t=0.1, ordered=True, limit=1000),
+        ("k_anonymous", "nulls_raw"): k_anonymity(b, relation="nulls_raw", qis=["q"], k=2),
+        ("l_diverse", "nulls_raw"): l_diversity(b, relation="nulls_raw", qis=["q"], sensitive="s", l=2),
         ("lkc_private", "lkc_raw"): lkc_privacy(b, relation="lkc_raw", qis=["Job", "Sex", "Age"], sensitive="Surgery",
                                                 sensitive_values=["Transgender"], L=2, K=2, C=0.5,
                                                 limit=1000),
@@ -161,10 +178,12 @@ def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_v
         assert got[key] == ("fail", check.n_violations), key
     # the list-column form finds the same itemsets as the long table it was made from
     assert got[("km_anonymous", "cba_codes_lists")] == got[("km_anonymous", "cba_codes_raw")]
+    assert got[("l_diverse", "nulls_raw")] == ("fail", 1)     # only 'b': NULL counts as a value, 'a' has 2
     released = {key: status for key, status in got.items() if key[1] in
-                {"toy_release", "counterfeit_release", "lkc_release", "cba_record_tokens", "artuc_release"}}
-    assert len(released) == 5 and all(status == ("pass", 0) for status in released.values()), released
-    assert len(got) == 11
+                {"toy_release", "counterfeit_release", "lkc_release", "cba_record_tokens", "artuc_release",
+                 "mondrian_release"}}
+    assert len(released) == 7 and all(status == ("pass", 0) for status in released.values()), released
+    assert len(got) == 18
 
 
 def test_the_risk_model_equals_the_python_risk_measures(dbt_results):

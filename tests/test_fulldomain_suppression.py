@@ -176,7 +176,7 @@ def test_default_is_no_suppression(job_file):
     assert "suppressed" not in result.facts and [c.name for c in result.checks] == ["k_anonymity"]
     assert con.execute("SELECT count(*) FROM toy_k2_release").fetchone()[0] == 12
     assert dataclasses.asdict(fulldomain.METHOD.check_params(job_file("toy_fulldomain.toml"))) == \
-        {"k": 2, "suppression_limit": 0.0}
+        {"k": 2, "suppression_limit": 0.0, "models": {"l_diversity": None, "t_closeness": None, "t_distance": "auto"}}
 
 
 # ------------------------------------------------------------------------------------------

@@ -69,10 +69,14 @@ def test_limit_keeps_the_total(backend):
     assert res0.n_violations == 50 and res0.violations == [] and not res0.passed
 
 
-def test_null_qi_is_refused_naming_the_column(backend):
+def test_a_null_qi_is_a_value_of_its_own(backend):
+    """Issue #29 item 11: as GROUP BY (and the dbt test) makes it, NULL rows form a class."""
+    put(backend, "rel", {"age": ["30-39", None, "30-39", None], "zip": ["1", "1", "1", "1"]})
+    res = k_anonymity(backend, relation="rel", qis=["zip", "age"], k=2)
+    assert res.passed and res.detail["n_classes"] == 2 and res.detail["nulls"] == {"age": 2}
     put(backend, "rel", {"age": ["30-39", None, "30-39"], "zip": ["1", "1", "1"]})
-    with pytest.raises(InputError, match=r"column 'age' .* 1 NULL"):
-        k_anonymity(backend, relation="rel", qis=["zip", "age"], k=2)
+    res = k_anonymity(backend, relation="rel", qis=["zip", "age"], k=2)
+    assert res.violations == [{"zip": "1", "age": None, "class_size": 1}]
 
 
 def test_bad_arguments(backend):
@@ -102,14 +106,16 @@ def test_l_diversity_both_ways(backend):
     put(backend, "rel", broken)
     res = l_diversity(backend, relation="rel", qis=["age", "zip"], sensitive="dx", l=2)
     assert (res.passed, res.n_violations) == (False, 1)
-    assert res.violations == [{"age": "40-49", "zip": "148**", "class_size": 2, "n_distinct": 1}]
+    assert res.violations == [{"age": "40-49", "zip": "148**", "class_size": 2, "n_distinct": 1, "entropy": 0.0}]
     assert l_diversity(backend, relation="rel", qis=["age", "zip"], sensitive="dx", l=3).n_violations == 3
 
 
-def test_l_diversity_refuses_null_sensitive(backend):
-    put(backend, "rel", {"q": [1, 1], "s": ["a", None]})
-    with pytest.raises(InputError, match="column 's'"):
-        l_diversity(backend, relation="rel", qis=["q"], sensitive="s", l=2)
+def test_a_null_sensitive_value_is_one_value_of_its_own(backend):
+    """Issue #29 item 11: NULL is one more value ("unknown"), as the dbt test counts it."""
+    put(backend, "rel", {"q": [1, 1, 2, 2, 2], "s": ["a", None, None, None, "a"]})
+    res = l_diversity(backend, relation="rel", qis=["q"], sensitive="s", l=2)
+    assert res.passed and res.detail["nulls"] == {"s": 3} and res.detail["min_distinct_sensitive"] == 2
+    assert not l_diversity(backend, relation="rel", qis=["q"], sensitive="s", l=3).passed
 
 
 # ------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "cba": ("anon_duck.methods.disassociation.cba", "METHOD"),
     "counterfeit": ("anon_duck.methods.counterfeit", "METHOD"),
     "longitudinal": ("anon_duck.methods.longitudinal", "METHOD"),
+    "mondrian": ("anon_duck.methods.mondrian", "METHOD"),
 }
 
 

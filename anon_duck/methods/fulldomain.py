@@ -21,6 +21,15 @@ LM of a record on attribute A (Iyengar 2002, as seed 002 §2.9.1 uses it):
 and attributes. It is additive over attributes, so each node's LM is a sum of per-level
 terms computed once.
 
+l-diversity and t-closeness (``l_diversity``, ``t_closeness`` job keys,
+:mod:`.privacy_models`) are further predicates on a node, as in ARX: a class is acceptable when
+it has >= k records and satisfies every declared model; a node when the records of its
+unacceptable classes (suppressed) number at most the budget. Each model is monotone along
+lattice edges (merging classes keeps distinct and entropy l-diversity, recursive (c, l)
+(Machanavajjhala et al. 2007, Section 4.3) and an EMD at most the larger of the two (Li et al.
+2007, Section 4.3)), so predictive tagging stays sound; the frequency set then also groups on
+the sensitive value.
+
 Set-based work (frequency set, release) is SQL; the lattice walk runs in numpy over the
 frequency set, which is an aggregate (one row per distinct QI combination).
 """
@@ -35,6 +44,7 @@ from ..backend.base import Backend
 from ..columns import bounds
 from ..hierarchy import LEVELS, NODES
 from ..inputs import Inputs, prepare
+from ..errors import InfeasibleError
 from ..job import Job
 from ..scratch import scratch
 from ..sqlrender import render
@@ -42,17 +52,31 @@ from ..verifiers import CheckResult, k_anonymity, suppression
 from .base import Param, Progress, ReleaseTable, Staged, check_k, parse_params, release_view, require_roles
 from .lattice import bottom_up, children
 from .papers import cite
+from .privacy_models import PARAMS as MODEL_PARAMS
+from .privacy_models import Models, class_ok, ordered_distance, parse_models, verify_models
 from .reporting import generalized_report
 
 PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),
           Param("suppression_limit", float, default=0.0, lo=0.0, hi=1.0,
-                doc="largest share of records that may be left out (ARX's suppression limit)"))
+                doc="largest share of records that may be left out (ARX's suppression limit)"),
+          *MODEL_PARAMS)
 
 
 @dataclass(frozen=True)
 class FullDomainParams:
     k: int
     suppression_limit: float = 0.0
+    models: Models = Models()
+
+
+@dataclass(frozen=True)
+class Sensitive:
+    """The sensitive value of each frequency-set row (codes in value order) and the input's
+    distribution over the codes: what the l-diversity / t-closeness predicates read."""
+
+    code: np.ndarray
+    reference: np.ndarray
+    ordered: bool
 
 
 @dataclass(frozen=True)
@@ -73,23 +97,42 @@ class FullDomain:
 
     def check_params(self, job: Job) -> FullDomainParams:
         require_roles(job, qis=True, hierarchies=True)
-        return FullDomainParams(**parse_params(job, PARAMS))
+        values = parse_params(job, PARAMS)
+        return FullDomainParams(values["k"], values["suppression_limit"], parse_models(job, values))
 
     def anonymize(self, backend: Backend, job: Job, inputs: Inputs, params: FullDomainParams,
                   progress: Progress) -> Staged:
         check_k(params.k, inputs.n_rows)
         qis = job.dataset.qis
+        models = params.models
         freq = backend.fetch("fulldomain: frequency set",
                              render("fulldomain/frequency_set.sql.j2", relation=inputs.person,
-                                    qis=[q.column for q in qis]))
+                                    qis=[q.column for q in qis], sensitive=job.dataset.sensitive if models else None))
         maps = [_level_map(backend, q.hierarchy, freq[f"q{i}"]) for i, q in enumerate(qis)]
-        best = search(freq["cnt"].astype(np.int64), maps, params.k, progress,
-                      budget=suppression_budget(params.suppression_limit, inputs.n_rows))
+        cnt = freq["cnt"].astype(np.int64)
+        sensitive = None
+        if models:
+            _, code = np.unique(freq["s"], return_inverse=True)
+            sensitive = Sensitive(code, np.bincount(code, weights=cnt) / cnt.sum(),
+                                  ordered_distance(backend, models, inputs.person, job.dataset.sensitive))
+        best = search(cnt, maps, params.k, progress,
+                      budget=suppression_budget(params.suppression_limit, inputs.n_rows),
+                      models=models, sensitive=sensitive)
+        dropped = None
+        if best.suppressed and models:
+            # classes that fail l / t are suppressed too: the release leaves out exactly the
+            # frequency-set rows the search counted, named by their raw values
+            key = _class_keys(maps, best.levels)
+            bad = ~_acceptable(key, cnt, params.k, models, sensitive)
+            dropped = scratch("fd_dropped")
+            backend.write_table(dropped, {**{f"q{i}": freq[f"q{i}"][bad[key]] for i in range(len(qis))},
+                                          "s": freq["s_text"][bad[key]]})
         target = scratch("fd_release")
         passthrough = [c for c in (job.dataset.sensitive, job.dataset.class_, *job.dataset.keep) if c]
         backend.run("fulldomain: release", render(
             "fulldomain/release.sql.j2", target=target, relation=inputs.person, level_table=LEVELS,
-            node_table=NODES, passthrough=passthrough, k=params.k if best.suppressed else None,
+            node_table=NODES, passthrough=passthrough,
+            k=params.k if best.suppressed and dropped is None else None, dropped=dropped, sensitive=job.dataset.sensitive,
             qis=[{"column": q.column, "hierarchy": q.hierarchy, "level": lvl, "numeric": q.kind == "numeric"}
                  for q, lvl in zip(qis, best.levels)]))
         facts = {"levels": dict(zip((q.column for q in qis), best.levels)), "lm": best.lm,
@@ -97,6 +140,7 @@ class FullDomain:
                  "nodes_checked": best.nodes_checked, "lattice_size": best.nodes_total}
         if params.suppression_limit:
             facts["suppressed"] = best.suppressed
+        facts |= params.models.facts()
         return Staged([ReleaseTable("release", target)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
@@ -106,13 +150,16 @@ class FullDomain:
         qis = [c for q in job.dataset.qis
                for c in ((q.column, *bounds(q.column)) if q.kind == "numeric" else (q.column,))]
         checks = [k_anonymity(backend, relation=tables["release"], qis=qis, k=params.k)]
+        person = None
         if params.suppression_limit:
             person = scratch("input")   # the prepared input during a run; re-read for anon-duck verify
             if not backend.scratch_exists(person):
                 person = prepare(backend, job).person
             checks.append(suppression(backend, relation=tables["release"], original=person,
                                       limit=params.suppression_limit))
-        return checks
+        # t-closeness is measured against the input's distribution, which a release that left
+        # records out no longer shows
+        return checks + verify_models(backend, job, params.models, tables["release"], qis, reference=person)
 
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: FullDomainParams) -> dict[str, Any]:
@@ -152,11 +199,24 @@ def suppression_budget(limit: float, n_rows: int) -> int:
     return int(np.floor(limit * n_rows + 1e-9))
 
 
-def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress, *, budget: int = 0) -> LatticeResult:
+def _acceptable(key: np.ndarray, cnt: np.ndarray, k: int, models: Models,
+                sensitive: Sensitive | None) -> np.ndarray:
+    """Per class (dense ``key`` of the frequency-set rows): >= k records and every declared
+    model holds."""
+    sizes = np.bincount(key, weights=cnt).astype(np.int64)
+    ok = sizes >= k
+    if models:
+        ok &= class_ok(models, key, sensitive.code, cnt, sizes.size, sensitive.reference, sensitive.ordered)
+    return ok
+
+
+def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress, *, budget: int = 0,
+           models: Models = Models(), sensitive: Sensitive | None = None) -> LatticeResult:
     """Bottom-up lattice walk with predictive tagging (a node above an acceptable node is
     acceptable and not minimal); returns the minimal acceptable node with the least LM. A node
-    is acceptable when the records in its classes smaller than ``k`` (which would be
-    suppressed) number at most ``budget``; with budget 0, when it is k-anonymous.
+    is acceptable when the records in its unacceptable classes (smaller than ``k``, or failing
+    a declared l-diversity / t-closeness model: :func:`_acceptable`), which would be
+    suppressed, number at most ``budget``; with budget 0, when every class is acceptable.
 
     With a budget, LM is no longer monotone along the lattice (a parent may keep records its
     child suppresses, at LM below 1), so every node is checked and the acceptable node with
@@ -177,7 +237,7 @@ def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress, *
         checked += 1
         key = _class_keys(maps, node)
         sizes = np.bincount(key, weights=cnt).astype(np.int64)
-        small = sizes < k
+        small = ~_acceptable(key, cnt, k, models, sensitive)
         suppressed = int(sizes[small].sum())
         if suppressed <= budget:
             anonymous.add(node)
@@ -191,9 +251,19 @@ def search(cnt: np.ndarray, maps: list[_LevelMap], k: int, progress: Progress, *
             minimal.append((lm, sum(node), node, int(published.min(initial=n_total)) if published.size else 0,
                             int(published.size), suppressed))
     progress("lattice", len(nodes), len(nodes))
-    assert minimal, "the top node puts every row in one class, and check_k ensured k <= rows"
+    if not minimal:
+        # only a declared model can fail the top node: it puts every row in one class, and
+        # check_k ensured k <= rows
+        raise InfeasibleError(
+            f"no lattice node satisfies the declared models ({_describe(models)}) with at most {budget} record(s) "
+            "suppressed, not even the most general one (one class of every record): lower method.l_diversity.l, "
+            "raise method.t_closeness, or raise method.suppression_limit")
     lm, _, node, min_class, n_classes, suppressed = min(minimal)
     return LatticeResult(node, lm, min_class, n_classes, checked, len(nodes), suppressed)
+
+
+def _describe(models: Models) -> str:
+    return ", ".join(f"{key} = {value}" for key, value in models.facts().items())
 
 
 def _class_sizes(cnt: np.ndarray, maps: list[_LevelMap], node: tuple[int, ...]) -> np.ndarray:

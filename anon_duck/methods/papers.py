@@ -71,6 +71,10 @@ PAPERS: dict[str, Paper] = {p.key: p for p in (
           "Anonymization of longitudinal electronic medical records",
           "IEEE Transactions on Information Technology in Biomedicine", 2012,
           "10.1109/TITB.2012.2185850"),
+    Paper("mondrian", "",          # not one of the project's seed papers: ARX's local recoding
+          ("Kristen LeFevre", "David J. DeWitt", "Raghu Ramakrishnan"),
+          "Mondrian Multidimensional K-Anonymity",
+          "22nd International Conference on Data Engineering (ICDE '06)", 2006, "10.1109/ICDE.2006.101"),
 )}
 
 
@@ -87,6 +91,7 @@ METHOD_PAPER: dict[str, str] = {
     "counterfeit": "counterfeit", "fulldomain": "counterfeit",
     "lkc": "lkc",
     "longitudinal": "longitudinal",
+    "mondrian": "mondrian",
 }
 
 

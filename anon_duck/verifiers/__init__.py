@@ -1,6 +1,6 @@
 """Independent verifiers, one module per job.
 
-:mod:`.models` holds the generic privacy-model checks (k-anonymity, l-diversity, k^m,
+:mod:`.models` holds the generic privacy-model checks (k-anonymity, l-diversity, t-closeness, k^m,
 (k,k^m), LKC) that read only a released relation; the other modules audit one method's
 release with them plus the method's own structural rules (catalog safety, chunk partition,
 utility constraints, ...). None of them imports a method: an anonymizer bug must show up

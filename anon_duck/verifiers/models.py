@@ -20,10 +20,15 @@ Conventions shared by all verifiers:
 * A relation is a name (``"release"``) or a tuple of name parts (``("main", "release")``);
   the parts are quoted one by one and never split on dots.
 * Every column name is quoted (sqlglot), so any name a table can have works.
-* NULL in a column a verifier groups or joins on raises :class:`~anon_duck.errors.InputError`
-  naming the column and the number of NULL rows. A NULL QI would silently form a class of its
-  own (or vanish from a join), which is never what a published release should contain; the
-  release must mark suppressed values with a label instead.
+* k-anonymity, l-diversity and t-closeness read a NULL QI as a value of its own (it is what
+  GROUP BY does, in every engine, and what a reader of the release sees: the NULL rows form a
+  class that must itself be large and diverse enough), and a NULL sensitive value as one value
+  of its own ("unknown"); ``detail["nulls"]``, present when there are any, counts the NULL rows
+  per column. The dbt tests
+  render the same macros, so both paths agree (docs/verifiers.md, "NULLs"). The other
+  verifiers join on ids and codes, where a NULL would vanish from the join: NULL in a column
+  they group or join on raises :class:`~anon_duck.errors.InputError` naming the column and the
+  number of NULL rows.
 * Output columns are aliased positionally inside SQL (``q_0``, ``q_1``, ...), so a QI called
   ``n`` or ``class_size`` cannot collide with the verifier's own columns in SQL. In the
   Python dicts the QIs get their real names back; a QI whose name equals one of the
@@ -40,13 +45,14 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..backend.base import Backend
 from ..argcheck import Relation, column_names, distinct_names, nonempty_name, positive_int, show
 from ..errors import InputError
+from ..inputs import NUMERIC_TYPES
 from ..sqlrender import render
 
 
 # The one list of the generic verifiers: anon_duck.verifiers re-exports exactly these (before,
 # each module kept its own list, and this one had lost ``suppression``).
 __all__ = ["CheckResult", "k_anonymity", "suppression", "l_diversity", "km_anonymity", "kkm_anonymity",
-           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls"]
+           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness"]
 
 
 @dataclass
@@ -69,9 +75,9 @@ def k_anonymity(backend: Backend, *, relation: Relation, qis: Sequence[str], k: 
     """k-anonymity: every equivalence class of the QI tuple has at least ``k`` rows.
 
     Violations are the classes with fewer than ``k`` rows, smallest first:
-    ``{<qi>: value, ..., "class_size": n}``. NULL in a QI raises InputError naming the column
-    (see the module docstring). ``detail``: n_rows, n_classes, min_class_size,
-    max_class_size, k. Reserved key: ``class_size``.
+    ``{<qi>: value, ..., "class_size": n}``. A NULL QI is a value of its own (see the module
+    docstring). ``detail``: n_rows, n_classes, min_class_size, max_class_size, nulls, k.
+    Reserved key: ``class_size``.
     """
     name = "k_anonymity"
     qis = column_names(name, "qis", qis)
@@ -99,30 +105,100 @@ def suppression(backend: Backend, *, relation: Relation, original: Relation, lim
     return CheckResult(name, ok, 0 if ok else 1, [] if ok else [dict(detail)], {**detail, "limit": float(limit)})
 
 
-def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sensitive: str, l: int,
-                limit: int = 20) -> CheckResult:
-    """Distinct l-diversity: every equivalence class holds at least ``l`` distinct values of
-    ``sensitive``.
+L_KINDS = ("distinct", "entropy", "recursive")
 
-    Violations are the classes with fewer distinct values, least diverse first:
-    ``{<qi>: value, ..., "class_size": n, "n_distinct": d}``. NULL in a QI or in the
-    sensitive column raises InputError (a NULL would be ignored by ``count(DISTINCT)`` and
-    make a class look less diverse than its rows are). ``detail``: n_rows, n_classes,
-    min_class_size, max_class_size, min_distinct_sensitive, l. Reserved keys: ``class_size``,
-    ``n_distinct``.
+
+def l_diversity(backend: Backend, *, relation: Relation, qis: Sequence[str], sensitive: str, l: int,
+                kind: str = "distinct", c: float | None = None, limit: int = 20) -> CheckResult:
+    """l-diversity (Machanavajjhala et al. 2007) of ``sensitive`` in every equivalence class:
+
+    * ``kind="distinct"``: at least ``l`` distinct values;
+    * ``kind="entropy"``: entropy ``-sum p ln p >= ln l`` (1e-9 of slack for rounding);
+    * ``kind="recursive"`` with ``c > 0``: recursive (c, l)-diversity, ``r_1 < c (r_l + ... +
+      r_m)`` over the class's value counts in descending order.
+
+    A NULL sensitive value counts as one value of its own, a NULL QI too (module docstring).
+    Violations are the violating classes, least diverse first:
+    ``{<qi>: value, ..., "class_size": n, "n_distinct": d, "entropy": e}``. ``detail``:
+    n_rows, n_classes, min_class_size, max_class_size, min_distinct_sensitive, min_entropy,
+    nulls, kind, l (and c). Reserved keys: ``class_size``, ``n_distinct``, ``entropy``.
     """
     name = "l_diversity"
     qis = column_names(name, "qis", qis)
     sensitive = nonempty_name(name, "sensitive", sensitive)
     positive_int(name, "l", l)
+    if kind not in L_KINDS:
+        raise InputError(f"{name}: kind must be one of {', '.join(L_KINDS)}; got {kind!r}")
+    if kind == "recursive":
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0 or not math.isfinite(c):
+            raise InputError(f"{name}: recursive (c, l)-diversity needs a number c > 0; got c = {c!r}")
+    elif c is not None:
+        raise InputError(f"{name}: c is a parameter of kind 'recursive' only; got kind {kind!r} with c = {c!r}")
     if sensitive in qis:
         raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
-    _reserved(name, qis, ("class_size", "n_distinct"))
+    _reserved(name, qis, ("class_size", "n_distinct", "entropy"))
     summary, rows = _one_pass(backend, name, relation, qis, limit, "verify/l_diversity_violations.sql.j2",
-                              extra=("min_distinct_sensitive",), sensitive_col=sensitive, sensitive=sensitive, l=int(l))
+                              extra=("min_distinct_sensitive", "min_entropy"), sensitive_col=sensitive,
+                              sensitive=sensitive, l=int(l),
+                              kind=kind, c=None if c is None else float(c))
     n = len(qis)
-    violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1]} for r in rows]
-    return _counted(name, summary, violations, limit, {"l": int(l)})
+    violations = [{**_qi_dict(qis, r), "class_size": r[n], "n_distinct": r[n + 1], "entropy": _rounded(r[n + 2])}
+                  for r in rows]
+    summary["min_entropy"] = _rounded(summary["min_entropy"])
+    extra = {"kind": kind, "l": int(l)} | ({"c": float(c)} if kind == "recursive" else {})
+    return _counted(name, summary, violations, limit, extra)
+
+
+def t_closeness(backend: Backend, *, relation: Relation, qis: Sequence[str], sensitive: str, t: float,
+                ordered: bool | None = None, reference: Relation | None = None, limit: int = 20) -> CheckResult:
+    """t-closeness (Li, Li, Venkatasubramanian 2007): in every equivalence class the Earth
+    Mover's Distance between the class's distribution of ``sensitive`` and the reference
+    distribution is at most ``t`` (1e-9 of slack for rounding).
+
+    The ground distance follows the sensitive attribute's kind: ``ordered=False`` is the equal
+    distance of categorical values (EMD = half the L1 distance); ``ordered=True`` the ordered
+    distance of numeric values (EMD = ``1/(m-1) sum_i |sum_{j<=i} (p_j - q_j)|`` over the
+    reference's ``m`` distinct values in ascending order). ``ordered=None`` (the default) picks
+    ordered when the column's type in ``relation`` is numeric. The reference distribution is
+    that of ``reference`` (e.g. the input of a release that suppressed records), by default of
+    ``relation`` itself. A NULL sensitive value is one value of its own (ordered: after all the
+    others), a NULL QI too (module docstring).
+
+    Violations are the violating classes, farthest first: ``{<qi>: value, ...,
+    "class_size": n, "emd": d}``. ``detail``: n_rows, n_classes, min_class_size,
+    max_class_size, max_emd, nulls, t, ordered. Reserved keys: ``class_size``, ``emd``.
+    """
+    name = "t_closeness"
+    qis = column_names(name, "qis", qis)
+    sensitive = nonempty_name(name, "sensitive", sensitive)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
+        raise InputError(f"{name}: t must be a number in [0, 1]; got {t!r}")
+    if sensitive in qis:
+        raise InputError(f"{name}: the sensitive column {sensitive!r} is also a QI")
+    _reserved(name, qis, ("class_size", "emd"))
+    if ordered is None:
+        ordered = is_numeric_type(backend.columns(f"verify {name}: column types", relation).get(sensitive, ""))
+    summary, rows = _one_pass(backend, name, relation, qis, limit, "verify/t_closeness_violations.sql.j2",
+                              extra=("max_emd",), sensitive=sensitive, t=float(t), ordered=bool(ordered),
+                              reference=reference)
+    n = len(qis)
+    violations = [{**_qi_dict(qis, r), "class_size": r[n], "emd": _rounded(r[n + 1])} for r in rows]
+    summary["max_emd"] = _rounded(summary["max_emd"])
+    return _counted(name, summary, violations, limit, {"t": float(t), "ordered": bool(ordered)})
+
+
+def _rounded(value: float | None) -> float | None:
+    """An entropy or EMD as reported: to 12 decimals, so that engines that add the same terms in
+    another order report the same number (the verdict itself is decided in SQL, with 1e-9 of
+    slack)."""
+    return None if value is None else round(float(value), 12)
+
+
+def is_numeric_type(sql_type: str) -> bool:
+    """Whether a column type (as the backend names it) holds numbers: t-closeness then measures
+    the ordered distance between values, as Li et al. do for numeric attributes."""
+    head = sql_type.upper().split("(")[0].strip()
+    return head in NUMERIC_TYPES or head == "DECIMAL"
 
 
 # ------------------------------------------------------------------------------------------
@@ -448,10 +524,13 @@ def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], l
               extra: Sequence[str] = (), sensitive_col: str | None = None,
               **context: Any) -> tuple[dict[str, Any], list[tuple]]:
     """Run a verifier written with lib/one_pass_verdict.jinja: one statement answers the
-    verdict, the class summary and the NULL check, and lists the first ``limit`` violating
-    classes. Raises InputError for a NULL in a QI (or in ``sensitive_col``, whose NULL count
-    the template reports last among the summary columns, after ``extra``). Returns the summary
-    (``_SUMMARY`` plus ``extra``) and the listed classes (the columns after the summary)."""
+    verdict, the class summary and the NULL count, and lists the first ``limit`` violating
+    classes. A NULL is a value of its own (module docstring): the NULL rows per QI (and in
+    ``sensitive_col``, whose count the template reports last among the summary columns, after
+    ``extra``) go into the summary as ``nulls`` (only the columns that have any; no key when
+    none has). Returns the
+    summary (``_SUMMARY`` plus ``extra`` plus ``nulls``) and the listed classes (the columns
+    after the summary)."""
     rows = backend.rows(f"verify {name}", render(template, relation=relation, qis=qis, **context),
                         {"limit": _sql_limit(limit)})
     head = rows[0]
@@ -461,8 +540,9 @@ def _one_pass(backend: Backend, name: str, relation: Relation, qis: list[str], l
     if sensitive_col is not None:
         nulls[sensitive_col] = head[width]
         width += 1
-    _raise_on_nulls(name, relation, nulls)
     summary = dict(zip((*_SUMMARY, *extra), (*head[:n], *head[n + len(qis):n + len(qis) + len(extra)])))
+    if any(nulls.values()):
+        summary["nulls"] = {c: int(v) for c, v in nulls.items() if v}
     listed = [r[width:] for r in rows] if summary["n_violations"] else []
     return summary, listed
 

@@ -8,9 +8,17 @@
 {{ anon_duck.k_anonymity_violations(model, columns, k) }}
 {% endtest %}
 
-{% test l_diverse(model, columns, sensitive, l, entropy=false) %}
+{% test l_diverse(model, columns, sensitive, l, entropy=false, kind=none, c=none) %}
 {{ anon_duck.check_model(model, columns + [sensitive], 'columns and sensitive') }}
-{{ anon_duck.l_diversity_violations(model, columns, sensitive, l, entropy=entropy) }}
+{{ anon_duck.l_diversity_violations(model, columns, sensitive, l, entropy=entropy, kind=kind, c=c) }}
+{% endtest %}
+
+{% test t_close(model, columns, sensitive, t, ordered=false, reference_model=none) %}
+{{ anon_duck.check_model(model, columns + [sensitive], 'columns and sensitive') }}
+{% if reference_model is not none %}
+{{ anon_duck.check_model(reference_model, [sensitive], 'sensitive of reference_model') }}
+{% endif %}
+{{ anon_duck.t_closeness_violations(model, columns, sensitive, t, ordered=ordered, reference=reference_model) }}
 {% endtest %}
 
 {% test km_anonymous(model, id, code, k, m, group_columns=[], code_is_list=false) %}

@@ -1,7 +1,8 @@
 """A sixth method written by following docs/CONTRIBUTING_METHODS.md, from outside the package:
 Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), strict multidimensional partitioning of
-numeric QIs. It proves the guide is enough (tests/test_contributing.py); it is not a shipped
-method.
+numeric QIs, registered as ``numeric_mondrian``. It proves the guide is enough
+(tests/test_contributing.py); the shipped ``mondrian`` (anon_duck/methods/mondrian.py) is
+written set-based in SQL and adds categorical QIs, relaxed cuts and l/t constraints.
 
 Algorithm (Fig. 4 of the paper, "Anonymize(partition)"): if no allowable cut exists, the
 partition is a class; else choose the dimension with the widest normalized range, split at the
@@ -60,26 +61,26 @@ def partition(values: np.ndarray, k: int, progress: Progress) -> np.ndarray:
 
 
 class Mondrian:
-    name = "mondrian"
+    name = "numeric_mondrian"
     summary = "k-anonymity by strict multidimensional partitioning of numeric QIs (LeFevre et al. 2006)"
 
     def check_params(self, job: Job) -> MondrianParams:
         require_roles(job, qis=True)
         if any(q.kind != "numeric" for q in job.dataset.qis):
-            raise JobError("method 'mondrian' partitions numeric QIs only: every [[input.qi]] needs kind = 'numeric'")
+            raise JobError("method 'numeric_mondrian' partitions numeric QIs only: every [[input.qi]] needs kind = 'numeric'")
         return MondrianParams(**parse_params(job, PARAMS))
 
     def anonymize(self, backend: Backend, job: Job, inputs: Inputs, params: MondrianParams,
                   progress: Progress) -> Staged:
         check_k(params.k, inputs.n_rows, "records")
         qis = [q.column for q in job.dataset.qis]
-        cols = backend.fetch("mondrian: QI values", render("mondrian/values.sql.j2", relation=inputs.person,
+        cols = backend.fetch("mondrian: QI values", render("numeric_mondrian/values.sql.j2", relation=inputs.person,
                                                             id=job.dataset.id, qis=qis))
         part = partition(np.column_stack([cols[f"q_{i}"].astype(float) for i in range(len(qis))]), params.k, progress)
-        backend.write_table(scratch("mondrian_part"), {"id": cols["id"], "part": part})
-        target = scratch("mondrian_release")
+        backend.write_table(scratch("numeric_mondrian_part"), {"id": cols["id"], "part": part})
+        target = scratch("numeric_mondrian_release")
         backend.run("mondrian: release", render(
-            "mondrian/release.sql.j2", target=target, relation=inputs.person, parts=scratch("mondrian_part"),
+            "numeric_mondrian/release.sql.j2", target=target, relation=inputs.person, parts=scratch("numeric_mondrian_part"),
             id=job.dataset.id, qis=qis,
             keep=[c for c in (job.dataset.sensitive, job.dataset.class_, *job.dataset.keep) if c]))
         return Staged([ReleaseTable("release", target)], {"classes": int(part.max()) + 1})

@@ -1,0 +1,153 @@
+"""Mondrian multidimensional k-anonymity (LeFevre, DeWitt, Ramakrishnan, ICDE 2006): local
+recoding by recursive median cuts, with strict or relaxed partitioning, and optional
+l-diversity and t-closeness constraints on the sensitive attribute (docs/mondrian.md).
+
+Fig. 4 of the paper, ``Anonymize(partition)``: if no allowable multidimensional cut exists for
+the partition, it becomes one equivalence class; else choose the dimension with the widest
+normalized range (choose_dimension), split at the median (frequency_set / find_median) and
+recurse on both halves. Here the recursion runs breadth-first: one round cuts every open
+partition at once, in three set-based statements (sql/mondrian/):
+
+* ``sides.sql.j2``: for each record of an open partition and each QI, the side of that QI's
+  candidate cut (numeric: the median split, strict or relaxed; categorical: the children of the
+  partition's lowest common ancestor in the QI's hierarchy, Section 4.2) and the normalized
+  range;
+* ``choice.sql.j2``: the allowable cuts (>= 2 sides, every side >= k records and satisfying
+  the declared l-diversity / t-closeness, through the dbt package's macros) and, per
+  partition, the one on the widest dimension;
+* ``apply.sql.j2``: the records move to their sides; partitions without a cut are final.
+
+Python only counts the cuts of a round (an aggregate) to know when to stop: at most about
+log2(n / k) rounds for numeric cuts. The release (``release.sql.j2``) recodes each final
+partition as its numeric ranges and categorical lowest common ancestors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..backend.base import Backend
+from ..columns import bounds
+from ..errors import JobError
+from ..hierarchy import CLOSURE, NODES
+from ..inputs import Inputs
+from ..job import Job
+from ..scratch import scratch
+from ..sqlrender import render
+from ..verifiers import CheckResult, k_anonymity
+from .base import Param, Partitioning, Progress, ReleaseTable, Staged, check_k, parse_params, release_view, require_roles
+from .privacy_models import PARAMS as MODEL_PARAMS
+from .privacy_models import Models, ordered_distance, parse_models, verify_models
+from .reporting import generalized_report
+from .papers import cite
+
+MODES = ("strict", "relaxed")
+PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),
+          Param("mode", str, default="strict", choices=MODES,
+                doc="strict: the two halves of a numeric cut do not overlap; relaxed: records equal to the "
+                    "median may go to either half (Section 3.1)"),
+          *MODEL_PARAMS)
+
+
+@dataclass(frozen=True)
+class MondrianParams:
+    k: int
+    mode: str = "strict"
+    models: Models = Models()
+
+
+def _refuse_t_closeness(backend: Backend, job: Job, inputs: Inputs, params: MondrianParams) -> None:
+    """A fragment's classes would be measured against the fragment's distribution, not the
+    input's that the verifier reads: t-closeness does not survive the union."""
+    if params.models.t_closeness is not None:
+        raise JobError("settings.partition_size with method.t_closeness: each fragment would measure its classes "
+                       "against its own distribution, not the input's; remove one of the two keys")
+
+
+class Mondrian:
+    name = "mondrian"
+    summary = ("multidimensional local recoding k-anonymity by median cuts, with l-diversity / t-closeness "
+               f"(Mondrian, {cite('mondrian')})")
+    views = release_view("release")
+    # k-anonymity and l-diversity hold per class, so releases of disjoint fragments (contiguous
+    # in the QIs' sort order: coarse first cuts) union into one (docs/mondrian.md)
+    partitioning = Partitioning("sort", {}, {"classes": "sum", "min_class": "min", "max_class": "max",
+                                             "rounds": "max"}, check=_refuse_t_closeness)
+
+    def check_params(self, job: Job) -> MondrianParams:
+        require_roles(job, qis=True)
+        for i, q in enumerate(job.dataset.qis):
+            if q.kind == "date":
+                raise JobError(f"input.qi[{i}] ({q.column!r}): method 'mondrian' cuts numeric and categorical QIs; "
+                               "declare the date as kind = 'numeric' (e.g. a year) or 'categorical' with a hierarchy")
+            if q.kind == "categorical" and not q.hierarchy:
+                raise JobError(f"input.qi[{i}] ({q.column!r}): method 'mondrian' cuts a categorical QI along its "
+                               "hierarchy: give it one (a flat one is type = 'mask' or an ARX file with one level)")
+        values = parse_params(job, PARAMS)
+        return MondrianParams(values["k"], values["mode"], parse_models(job, values))
+
+    def anonymize(self, backend: Backend, job: Job, inputs: Inputs, params: MondrianParams,
+                  progress: Progress) -> Staged:
+        check_k(params.k, inputs.n_rows)
+        ds = job.dataset
+        numeric = [q.column for q in ds.qis if q.kind == "numeric"]
+        categorical = [{"column": q.column, "hierarchy": q.hierarchy,
+                        "root_leaves": int(backend.scalar(f"mondrian: leaves of {q.hierarchy}", render(
+                            "mondrian/hierarchy_root.sql.j2", node_table=NODES), {"hierarchy": q.hierarchy}))}
+                       for q in ds.qis if q.kind == "categorical"]
+        spans = {}
+        for i, col in enumerate(numeric):
+            lo, hi = backend.rows(f"mondrian: range of {col}", render("metrics/domain.sql.j2", relation=inputs.person,
+                                                                      column=col))[0]
+            spans[f"span_{i}"] = float(hi - lo) if hi > lo else 1.0
+        models = params.models
+        t_close = None
+        if models.t_closeness is not None:
+            t_close = {"t": models.t_closeness,
+                       "ordered": ordered_distance(backend, models, inputs.person, ds.sensitive)}
+        l_div = vars(models.l_diversity) if models.l_diversity else None
+        recs = [scratch("mondrian_rec_a"), scratch("mondrian_rec_b")]
+        sides, choice = scratch("mondrian_sides"), scratch("mondrian_choice")
+        backend.run("mondrian: records", render("mondrian/records.sql.j2", target=recs[0], relation=inputs.person,
+                                                id=ds.id, numeric=numeric, categorical=[q["column"] for q in categorical],
+                                                sensitive=ds.sensitive if models else None))
+        cur, rounds = 0, 0
+        while True:
+            progress("mondrian: rounds", rounds, rounds + 1)
+            backend.run("mondrian: sides", render("mondrian/sides.sql.j2", target=sides, rec=recs[cur], closure=CLOSURE,
+                                                  nodes=NODES, numeric=numeric, categorical=categorical,
+                                                  relaxed=params.mode == "relaxed"), spans)
+            backend.run("mondrian: choice", render("mondrian/choice.sql.j2", target=choice, sides=sides, rec=recs[cur],
+                                                   k=params.k, l_diversity=l_div, t_closeness=t_close))
+            if int(backend.scalar("mondrian: cuts", render("util/count_rows.sql.j2", relation=choice))) == 0:
+                break
+            backend.run("mondrian: apply", render("mondrian/apply.sql.j2", target=recs[1 - cur], rec=recs[cur],
+                                                  sides=sides, choice=choice, n_numeric=len(numeric),
+                                                  n_categorical=len(categorical)))
+            cur, rounds = 1 - cur, rounds + 1
+        progress("mondrian: rounds", rounds, rounds)
+        n_classes, min_class, max_class = backend.rows("mondrian: classes", render("mondrian/summary.sql.j2",
+                                                                                   rec=recs[cur]))[0]
+        target = scratch("mondrian_release")
+        backend.run("mondrian: release", render(
+            "mondrian/release.sql.j2", target=target, relation=inputs.person, rec=recs[cur], closure=CLOSURE,
+            nodes=NODES, id=ds.id, numeric=numeric, categorical=categorical, qi_order=[q.column for q in ds.qis],
+            passthrough=[c for c in (ds.sensitive, ds.class_, *ds.keep) if c]))
+        facts = {"classes": int(n_classes), "min_class": int(min_class), "max_class": int(max_class),
+                 "rounds": rounds, "mode": params.mode, **models.facts()}
+        return Staged([ReleaseTable("release", target, repeats=True)], facts)
+
+    def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
+               params: MondrianParams) -> list[CheckResult]:
+        # a class is what an analyst can tell apart: every QI label, and a numeric QI's bounds
+        qis = [c for q in job.dataset.qis
+               for c in ((q.column, *bounds(q.column)) if q.kind == "numeric" else (q.column,))]
+        return [k_anonymity(backend, relation=tables["release"], qis=qis, k=params.k),
+                *verify_models(backend, job, params.models, tables["release"], qis)]
+
+    def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
+               params: MondrianParams) -> dict[str, Any]:
+        return generalized_report(backend, job, inputs, tables["release"], k=params.k)
+
+
+METHOD = Mondrian()
