@@ -36,10 +36,10 @@ from ..scratch import scratch
 from ..sqlrender import render
 from ..verifiers import CheckResult, k_anonymity
 from .base import Param, Partitioning, Progress, ReleaseTable, Staged, check_k, parse_params, release_view, require_roles
+from .papers import cite
 from .privacy_models import PARAMS as MODEL_PARAMS
 from .privacy_models import Models, ordered_distance, parse_models, verify_models
 from .reporting import generalized_report
-from .papers import cite
 
 MODES = ("strict", "relaxed")
 PARAMS = (Param("k", int, lo=2, doc="minimum equivalence-class size"),
