@@ -110,4 +110,5 @@ def test_methods_lists_every_registered_method(capsys):
     listing, papers = capsys.readouterr().out.split("\n\npapers:\n")     # the papers follow the methods
     lines = listing.splitlines()
     assert [line.split()[0] for line in lines] == method_names() and all(len(line.split()) > 3 for line in lines)
-    assert len(papers.splitlines()) == 5 and all(line.startswith("  ") for line in papers.splitlines())
+    from anon_duck.methods.papers import PAPERS
+    assert len(papers.splitlines()) == len(PAPERS) == 6 and all(line.startswith("  ") for line in papers.splitlines())

@@ -52,7 +52,7 @@ from ..sqlrender import render
 # The one list of the generic verifiers: anon_duck.verifiers re-exports exactly these (before,
 # each module kept its own list, and this one had lost ``suppression``).
 __all__ = ["CheckResult", "k_anonymity", "suppression", "l_diversity", "km_anonymity", "kkm_anonymity",
-           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness"]
+           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness", "is_numeric_type"]
 
 
 @dataclass
