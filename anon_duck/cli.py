@@ -17,7 +17,7 @@ from .version import __version__
 from .errors import AnonDuckError, InputError, JobError, VerificationError
 from .job import check_threshold, load_job
 from .reports.risk_text import risk_summary
-from .progress import TerminalProgress
+from . import progress as progress_lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -223,7 +223,7 @@ def _duckdb(args: argparse.Namespace, *, read_only: bool = False) -> duckdb.Duck
 def _run(args: argparse.Namespace) -> int:
     job = load_job(args.job)
     with _connect(args) as con:
-        result = api.run(con, job, progress=TerminalProgress.if_tty())
+        result = api.run(con, job, progress=progress_lines.for_stderr())
     _warn(result.warnings)
     print(f"release {result.release}: {', '.join(result.tables)} "
           f"(verified by {', '.join(c.name for c in result.checks)}; {result.seconds:.2f} s)")
@@ -299,7 +299,7 @@ def _sweep(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     with _connect(args, read_only=True) as con:
-        doc = api.sweep(con, job, param, values, progress=TerminalProgress.if_tty(), on_point=on_point)
+        doc = api.sweep(con, job, param, values, progress=progress_lines.for_stderr(), on_point=on_point)
     _emit(args, doc, text.sweep_table, html.sweep_page)
     return 0
 

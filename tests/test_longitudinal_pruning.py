@@ -19,7 +19,7 @@ from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.inputs import prepare
 from anon_duck.job import parse_job
 from anon_duck.methods.longitudinal import METHOD
-from anon_duck.methods.longitudinal.align import (GEN, SUP_X, SUP_Y, Bucket, Candidates, Offsets, PairSet, XTables, ags,
+from anon_duck.methods.longitudinal.align import (GEN, SUP_X, SUP_Y, Bucket, Candidates, Offsets, XTables, ags,
                                                   ags_costs)
 from benchmarks.generators.cohort import TABLE_I, generate, job_text
 from anon_duck.methods.longitudinal.costs import CostModel, build_dgh
@@ -138,17 +138,21 @@ def test_bounds_enclose_the_exact_cost():
         xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
         exact = ags_costs(model, xc, xa, b)
         tables = XTables.create(model, b.pairs, xc, xa)
-        cand = Candidates.from_rows(np.arange(n_cand), b.pid, b.length)
+        cand = Candidates.from_rows(np.arange(n_cand), b.pid, b.length, b.pairs)
         assert (tables.lower_bound(cand) <= exact).all()
         assert (tables.upper_bound(cand, b.sup_y) >= exact).all()
+        # the per-pair bound terms are the minimums over X's pairs, taken pair by pair here
+        pc, pa, sup_p = b.pairs.codes, b.pairs.ages, b.pairs.sup[:-1]
+        gen = model.gen_i[xc[:, None], pc[None, :]] + model.gen_a[xa[:, None], pa[None, :]]      # (m, P)
+        sup_x = model.sup(xc, xa)[:, None]
+        want0 = np.minimum(sup_p, gen.min(axis=0)) if m else sup_p
+        want1 = np.minimum(sup_p, (gen - sup_x).min(axis=0)) if m else sup_p
+        assert tables.lower[:, :-1].tolist() == [want0.tolist(), want1.tolist()] and not tables.lower[:, -1].any()
 
 
-@pytest.mark.parametrize("cached", [True, False])
-def test_uncached_tables_equal_scalar(monkeypatch, cached):
-    """Pair tables computed per X instead of precomputed (``PairSet.MAX_CACHED``) give
-    Algorithm 2's totals."""
-    if not cached:
-        monkeypatch.setattr(PairSet, "MAX_CACHED", 0)
+def test_batched_costs_of_any_nodes_equal_scalar():
+    """The batched DP, reading step(x_h, y_j) from X's rows of the model's tables, gives
+    Algorithm 2's totals for X and Ys of any nodes (inner nodes included)."""
     rng = np.random.default_rng(5)
     for _ in range(4):
         model = _random_model(rng)
@@ -157,7 +161,6 @@ def test_uncached_tables_equal_scalar(monkeypatch, cached):
         ages = rng.integers(0, model.age.n, (n_cand, width))
         length = rng.integers(0, width + 1, n_cand)
         b = Bucket.create(model, np.arange(n_cand), codes, ages, length, np.int32)
-        assert (b.pairs.gen_i is None) == (not cached)
         m = int(rng.integers(0, 7))
         xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
         got = ags_costs(model, xc, xa, b)

@@ -47,6 +47,20 @@ class AnalystView:
     suffix: str
     template: str
     context: Mapping[str, Any] = field(default_factory=dict)
+    sample: "ViewSample | None" = None
+
+
+@dataclass(frozen=True)
+class ViewSample:
+    """How ``verify`` checks a view whose rows grow faster than the release tables (a view of
+    code pairs): on the rows whose first column holds one of ``size`` values drawn, seeded by
+    the release seed, from the values ``template`` (under sql/views/, one column ``value``)
+    lists. The view template renders its definition restricted to them (context ``only``:
+    the values' bind parameters), and the view itself is read with the same filter, which
+    must reach the pair join (docs/verifiers.md, "Analyst views")."""
+
+    template: str
+    size: int = 16
 
 
 def release_view(suffix: str) -> tuple[AnalystView, ...]:

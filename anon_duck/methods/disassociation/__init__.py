@@ -27,7 +27,7 @@ from ...job import Job
 from ...scratch import scratch
 from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit, completeness
-from ..base import AnalystView, Partitioning, Progress, Staged, check_k
+from ..base import AnalystView, Partitioning, Progress, Staged, ViewSample, check_k
 from ..papers import cite
 from .chunks import cluster_masks, refine, vertical_partitioning
 from .encoding import Records, encode
@@ -69,7 +69,8 @@ class Disassociation:
     summary = f"disassociation of set-valued codes into k^m-anonymous chunks (HORPART, VERPART, REFINE; {cite('disassociation')})"
     views = (AnalystView("", "views/disassociation_records.sql.j2"),
              AnalystView("terms", "views/disassociation_terms.sql.j2"),
-             AnalystView("support", "views/disassociation_support.sql.j2"))
+             AnalystView("support", "views/disassociation_support.sql.j2",
+                         sample=ViewSample("views/disassociation_codes.sql.j2")))
     # k^m-anonymity holds per cluster (every chunk lies inside a cluster or joint cluster), so
     # releases of disjoint fragments union into one (docs/scale.md)
     partitioning = Partitioning(

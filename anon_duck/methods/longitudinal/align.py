@@ -11,10 +11,11 @@ Two forms of each:
 
       E[h, j] = min(E[h-1, j-1] + step(x_h, y_j), E[h-1, j], E[h, j-1]),   E[0, .] = E[., 0] = 0
 
-  with ``step(x, y) = gen(x, y) - sup(y) - sup(x)``. Per X, ``step`` is a table over the
-  distinct candidate pairs (:class:`PairSet`, :class:`XTables`), so a DP cell costs one
-  lookup, an add and two minimums; the DP, the bounds and the scans are compiled
-  (:mod:`.kernel`), as is the scalar form's cell fill and traceback.
+  with ``step(x, y) = gen(x, y) - sup(y) - sup(x)``, read for each cell from X's rows of the
+  model's tables (:class:`XTables`): two lookups in rows of a few KiB, adds and two
+  minimums. The bounds are tables over the distinct candidate pairs (:class:`PairSet`). The
+  DP, the bounds and the scans are compiled (:mod:`.kernel`), as is the scalar form's cell
+  fill and traceback.
 
 Costs are the integers of :class:`CostModel` (weighted LM times ``scale``), so the tie rule
 "if there is a tie, A-GS selects generalization" is exact. Cell operations are tried in the
@@ -142,22 +143,14 @@ def baseline(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, y_codes:
 @dataclass(frozen=True)
 class PairSet:
     """The distinct (code, age) node pairs the candidates are made of, numbered ``0..P-1``;
-    id ``P`` (:attr:`pad`) pads trajectories shorter than their block.
-
-    ``gen_i[c, p]``/``gen_a[g, p]`` are the model's weighted generalization costs of any code
-    node c / age node g against pair p (steps 16 and 19), precomputed (int64, the kernels'
-    type) so that the step table of an X reads two rows per pair of X (``None`` when they
-    would take more than ~128 MiB). Column P (the pad) holds zeros."""
+    id ``P`` (:attr:`pad`) pads trajectories shorter than their block. The scans' lower
+    bounds are tables over these ids (:class:`XTables`)."""
 
     key: np.ndarray         # (P,) sorted code * n_age + age
     codes: np.ndarray       # (P,)
     ages: np.ndarray        # (P,)
     n_age: int
     sup: np.ndarray         # (P + 1,) weighted sup of each pair, pad 0
-    gen_i: np.ndarray | None
-    gen_a: np.ndarray | None
-
-    MAX_CACHED = 1 << 24
 
     @classmethod
     def create(cls, model: CostModel, codes: np.ndarray, ages: np.ndarray) -> "PairSet":
@@ -165,9 +158,7 @@ class PairSet:
         key = np.unique(np.asarray(codes, dtype=np.int64) * n_age + np.asarray(ages, dtype=np.int64))
         pc, pa = key // n_age, key % n_age
         sup = np.append(model.sup(pc, pa), 0).astype(np.int64)
-        if (model.icd.n + model.age.n) * (key.size + 1) > cls.MAX_CACHED:
-            return cls(key, pc, pa, n_age, sup, None, None)
-        return cls(key, pc, pa, n_age, sup, _padded(model.gen_i[:, pc]), _padded(model.gen_a[:, pa]))
+        return cls(key, pc, pa, n_age, sup)
 
     @property
     def pad(self) -> int:
@@ -178,29 +169,15 @@ class PairSet:
         key = np.asarray(codes, dtype=np.int64) * self.n_age + np.asarray(ages, dtype=np.int64)
         return np.where(valid, np.searchsorted(self.key, key), self.pad).astype(np.int64)
 
-    def gen_rows(self, model: CostModel, x_codes: np.ndarray,
-                 x_ages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(table_i, rows_i, table_a, rows_a): gen(x_h, p) = ``table_i[rows_i[h], p] +
-        table_a[rows_a[h], p]`` for every pair of X and every pair p (pad column: 0)."""
-        if self.gen_i is not None and self.gen_a is not None:
-            return self.gen_i, x_codes, self.gen_a, x_ages
-        rows = np.arange(x_codes.size, dtype=np.int64)
-        return _padded(model.gen_i[x_codes][:, self.codes]), rows, _padded(model.gen_a[x_ages][:, self.ages]), rows
-
-
-def _padded(table: np.ndarray) -> np.ndarray:
-    """``table`` (int64) with a zero column appended: the pad pair's."""
-    out = np.zeros((table.shape[0], table.shape[1] + 1), dtype=np.int64)
-    out[:, :-1] = table
-    return out
-
 
 @dataclass(frozen=True)
 class XTables:
-    """What a batched scan needs to know about one X = (x_1..x_m), as tables over a PairSet.
+    """What a batched scan needs to know about one X = (x_1..x_m) (:mod:`.kernel`).
 
-    ``step[h - 1, p]`` is the DP row table of x_h (module docstring), 0 in the pad column;
-    int64, the type of the compiled kernels (:mod:`.kernel`) that read the tables.
+    The DP's ``step(x_h, y) = gen(x_h, y) - sup(y) - sup(x_h)`` (module docstring) is read
+    cell by cell from X's rows of the model's gen_i/gen_a (:attr:`x`), so nothing of size
+    m x P (every pair of D) is built per X: at 10K CDM-shaped persons (80K pairs, ~50 per
+    trajectory) building those tables was most of MDAV'.
     ``lower`` and ``unmatched`` give two lower bounds of the A-GS total, and the scans use
     the larger (not in the paper; they let MDAV' skip alignments without changing any
     result). In any alignment each y_j is either suppressed (sup(y_j)) or generalized with
@@ -214,16 +191,19 @@ class XTables:
     sup(x_h))``. (1) is the tighter for Ys that share pairs with X, (2) for the others; on
     D50-like cohorts their maximum halves the values MDAV' has to align."""
 
-    step: np.ndarray        # (m, P + 1)
+    x: tuple                # (gen_i, gen_a, x codes, x ages, sup(x_h)): the kernels' view of X
     lower: np.ndarray       # (2, P + 1) per-pair terms of the two bounds; pad 0
+    rest: np.ndarray        # (m + 1,) what rows h.. of the DP can still subtract (kernel.x_lower)
     sup_xs: np.ndarray      # (m,) sup(x_h)
 
     @classmethod
     def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray) -> "XTables":
-        xc, xa = np.asarray(x_codes, dtype=np.int64), np.asarray(x_ages, dtype=np.int64)
+        xc = np.ascontiguousarray(x_codes, dtype=np.int64)
+        xa = np.ascontiguousarray(x_ages, dtype=np.int64)
         sup_x = model.sup(xc, xa).astype(np.int64)
-        step, lower = kernel.x_tables(*pairs.gen_rows(model, xc, xa), pairs.sup, sup_x)   # steps 16 + 19
-        return cls(step, lower, sup_x)
+        lower, rest = kernel.x_lower(model.gen_i, model.gen_a, xc, xa, sup_x, pairs.codes, pairs.ages, pairs.sup,
+                                     model.sup_i, model.sup_a)
+        return cls((model.gen_i, model.gen_a, xc, xa, sup_x), lower, rest, sup_x)
 
     @property
     def sup_x(self) -> int:
@@ -245,30 +225,34 @@ class XTables:
         alignment, x_t against y_t for t <= min(m, n) (GEN, or both suppressed when that is
         cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``);
         ``sup_y[t]`` = SUPY(n) of value t."""
-        return kernel.upper_bounds(self.step, self.sup_x, cand.ids, cand.start, cand.flat, sup_y)
+        return kernel.upper_bounds(self.x, self.sup_x, cand.ids, cand.start, cand.y, sup_y)
 
     def costs(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """The A-GS total i + a of A-GS(X, 0, 0, Y) for each Y (no traceback): steps 1-25 on
         the shifted matrix E."""
-        return kernel.exact_costs(self.step, self.sup_x, cand.ids, cand.start, cand.flat, sup_y)
+        return kernel.exact_costs(self.x, self.sup_x, cand.ids, cand.start, cand.y, sup_y)
 
 
 @dataclass(frozen=True)
 class Candidates:
     """Values laid out for the compiled scans (:mod:`.kernel`): candidate c is the value
-    ``ids[c]``, its pair ids are ``flat[start[c]:start[c + 1]]``."""
+    ``ids[c]``, its pair ids are ``flat[start[c]:start[c + 1]]`` (what the bounds read) and
+    ``y`` holds the same pairs' code nodes, age nodes and sups (what the DP reads)."""
 
     ids: np.ndarray         # (N,) int64
     start: np.ndarray       # (N + 1,) int64
     flat: np.ndarray        # (sum of lengths,) int32
+    y: tuple                # (codes, ages, sups) of flat, int64
 
     @classmethod
-    def from_rows(cls, ids: np.ndarray, pid: np.ndarray, length: np.ndarray) -> "Candidates":
-        """The values ``ids`` of padded pair-id rows ``pid[t, :length[t]]``."""
+    def from_rows(cls, ids: np.ndarray, pid: np.ndarray, length: np.ndarray, pairs: PairSet) -> "Candidates":
+        """The values ``ids`` of padded pair-id rows ``pid[t, :length[t]]`` over ``pairs``."""
         n = length[ids]
         start = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
         rows = pid[ids]
-        return cls(ids.astype(np.int64), start, rows[np.arange(rows.shape[1])[None, :] < n[:, None]].astype(np.int32))
+        flat = rows[np.arange(rows.shape[1])[None, :] < n[:, None]]
+        y = (pairs.codes[flat].astype(np.int64), pairs.ages[flat].astype(np.int64), pairs.sup[flat].astype(np.int64))
+        return cls(ids.astype(np.int64), start, flat.astype(np.int32), y)
 
 
 @dataclass
@@ -310,7 +294,7 @@ def ags_costs(model: CostModel, x_codes: np.ndarray, x_ages: np.ndarray, b: Buck
 
     The recurrence is Algorithm 2's on totals (spec §3.2): the argmin of steps 22-23 picks by
     the total, so the total of cell (m, n) is the same whatever the tie rule."""
-    cand = Candidates.from_rows(np.arange(b.traj.size), b.pid, b.length)
+    cand = Candidates.from_rows(np.arange(b.traj.size), b.pid, b.length, b.pairs)
     return XTables.create(model, b.pairs, x_codes, x_ages).costs(cand, b.sup_y)
 
 

@@ -11,8 +11,10 @@ Arrays are int64 except the pair ids (one compiled signature each, cached on dis
 Candidates are laid out as :class:`align.Candidates`: candidate c is the value ``ids[c]``
 with pair ids ``flat[start[c]:start[c + 1]]`` (int32, one contiguous run scanned in order,
 which is what the bound pass over all of D reads); per-value arrays (``sup_y``, ``count``,
-``head``) are indexed by value id. ``step``, ``lower``, ``unmatched`` are the tables of
-:class:`align.XTables`.
+``head``) are indexed by value id. ``lower`` and ``unmatched`` are the tables of
+:class:`align.XTables`; ``x`` is its tuple (gen_i, gen_a, X's code nodes, age nodes, sups)
+and ``y`` the candidates' flat (code nodes, age nodes, sups), from which the DP reads
+step(x_h, y_j) cell by cell.
 Every scan returns the value the full scan would: among all values with the optimal total,
 the one whose smallest remaining record ``head`` is smallest (spec A5); values whose
 ``count`` of remaining records is 0 are not in D.
@@ -98,51 +100,129 @@ def traceback(r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya:
 
 
 @njit(cache=True, nogil=True)
-def x_tables(gen_i: np.ndarray, rows_i: np.ndarray, gen_a: np.ndarray, rows_a: np.ndarray, sup_p: np.ndarray,
-             sup_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``step`` and ``lower`` of :class:`align.XTables` in one pass: gen(x_h, p) is
-    ``gen_i[rows_i[h], p] + gen_a[rows_a[h], p]``; the last column (the pad) is 0 in all."""
-    m, width = sup_x.size, sup_p.size
-    step = np.zeros((m, width), dtype=np.int64)
+def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sup_x: np.ndarray,
+            pc: np.ndarray, pa: np.ndarray, sup_p: np.ndarray, sup_i: np.ndarray,
+            sup_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``lower`` of :class:`align.XTables`: for every pair p = (pc[p], pa[p]),
+    min(sup(p), min_h gen(x_h, p)) and min(sup(p), min_h gen(x_h, p) - sup(x_h)); the last
+    column (the pad) is 0. Exact, without an (m x P) pass: X's pairs are grouped by age, and
+    per distinct age u and code node c the smallest gen_i(x_h, c) (and gen_i - sup(x_h)) over
+    the pairs of that age is kept, so a pair costs one step per distinct age of X (ten-odd on
+    a ten-year trajectory, against its fifty pairs).
+
+    Also ``rest[h]``, a lower bound of what rows h..m-1 of the shifted DP can still add to
+    E (each row at most one GEN, whose step is at least min over any code node of
+    gen_i - sup_i, plus the same over age nodes, minus sup(x_h)): :func:`_cost` stops a
+    hopeless alignment with it."""
+    m, width = xc.size, sup_p.size
     lower = np.empty((2, width), dtype=np.int64)
     lower[0], lower[1] = sup_p, sup_p
     lower[:, width - 1] = 0
+    rest = np.zeros(m + 1, dtype=np.int64)
+    for h in range(m - 1, -1, -1):
+        gi, ga = gen_i[xc[h]], gen_a[xa[h]]
+        best_i, best_a = gi[0] - sup_i[0], ga[0] - sup_a[0]
+        for c in range(1, gi.size):
+            best_i = min(best_i, gi[c] - sup_i[c])
+        for c in range(1, ga.size):
+            best_a = min(best_a, ga[c] - sup_a[c])
+        rest[h] = rest[h + 1] + min(0, best_i + best_a - sup_x[h])
+    if m == 0:
+        return lower, rest
+    ages = np.unique(xa)
+    n_code = gen_i.shape[1]
+    big = np.iinfo(np.int64).max // 4
+    r0 = np.full((ages.size, n_code), big, dtype=np.int64)
+    r1 = np.full((ages.size, n_code), big, dtype=np.int64)
     for h in range(m):
-        gi, ga, sx = gen_i[rows_i[h]], gen_a[rows_a[h]], sup_x[h]
-        for p in range(width - 1):
-            g = gi[p] + ga[p]
-            step[h, p] = g - sup_p[p] - sx
-            if g < lower[0, p]:
-                lower[0, p] = g
-            if g - sx < lower[1, p]:
-                lower[1, p] = g - sx
-    return step, lower
+        u = np.searchsorted(ages, xa[h])
+        row, sx = gen_i[xc[h]], sup_x[h]
+        for c in range(n_code):
+            g = row[c]
+            if g < r0[u, c]:
+                r0[u, c] = g
+            if g - sx < r1[u, c]:
+                r1[u, c] = g - sx
+    for p in range(width - 1):
+        c, a = pc[p], pa[p]
+        l0, l1 = lower[0, p], lower[1, p]
+        for u in range(ages.size):
+            g = gen_a[ages[u], a]
+            if r0[u, c] + g < l0:
+                l0 = r0[u, c] + g
+            if r1[u, c] + g < l1:
+                l1 = r1[u, c] + g
+        lower[0, p], lower[1, p] = l0, l1
+    return lower, rest
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _cost(step: np.ndarray, flat: np.ndarray, a: int, n: int, e: np.ndarray, floor: int) -> int:
+def _cost(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sup_x: np.ndarray,
+          fc: np.ndarray, fa: np.ndarray, fs: np.ndarray, a: int, n: int, e: np.ndarray, floor: int) -> int:
     """E[m, n] of the shifted DP (module docstring of :mod:`.align`) of X against the value
-    whose pair ids are ``flat[a:a + n]``, one row of ``n + 1`` cells kept in ``e``; or any
-    value below ``floor`` as soon as E[m, n] is known to be below it: a cell is at most the
-    one above it, so E[m, n] <= E[h, n] for every row h."""
+    whose pairs are ``fc/fa[a:a + n]`` (code, age nodes; ``fs``: their sup), one row of
+    ``n + 1`` cells kept in ``e``; ``step(x_h, y_j) = gen_i[x_h, y_j] + gen_a[x_h, y_j] -
+    sup(y_j) - sup(x_h)`` is read from X's rows of the model's tables (a row is a few KiB,
+    where a table over every pair of D was a MiB per row); or any value below ``floor`` as soon
+    as E[m, n] is known to be below it: a cell is at most the one above it, so E[m, n] <=
+    E[h, n] for every row h."""
     for j in range(n + 1):
         e[j] = 0
-    for h in range(step.shape[0]):
-        table = step[h]
-        diag = 0                                               # E[h-1, 0]
-        left = 0                                               # E[h, 0]
-        for j in range(1, n + 1):
-            up = e[j]
-            v = diag + table[flat[a + j - 1]]                  # GEN from (h-1, j-1)
-            if up < v:                                         # SUP_X from (h-1, j)
-                v = up
-            if left < v:                                       # SUP_Y from (h, j-1)
-                v = left
-            diag = up
-            e[j] = v
-            left = v
+    for h in range(xc.size):
+        left, _ = _row(gen_i[xc[h]], gen_a[xa[h]], sup_x[h], fc, fa, fs, a, n, e, e, 0, False)
         if left < floor:
             break
+    return e[n]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row(gi: np.ndarray, ga: np.ndarray, sx: int, fc: np.ndarray, fa: np.ndarray, fs: np.ndarray, a: int, n: int,
+         e: np.ndarray, tail: np.ndarray, later: int, bounded: bool) -> tuple[int, int]:
+    """One row h of the shifted DP, in place in ``e`` (row h - 1 on entry): (E[h, n], and if
+    ``bounded`` min_j E[h, j] + max(tail[j], later), see :func:`_cost_below`)."""
+    diag = 0                                                   # E[h-1, 0]
+    left = 0                                                   # E[h, 0]
+    bound = max(tail[0], later) if bounded else 0              # column 0: E[h, 0] = 0
+    for j in range(1, n + 1):
+        q = a + j - 1
+        up = e[j]
+        v = diag + (gi[fc[q]] + ga[fa[q]] - fs[q] - sx)        # GEN from (h-1, j-1)
+        if up < v:                                             # SUP_X from (h-1, j)
+            v = up
+        if left < v:                                           # SUP_Y from (h, j-1)
+            v = left
+        diag = up
+        e[j] = v
+        left = v
+        if bounded:
+            t = v + max(tail[j], later)
+            if t < bound:
+                bound = t
+    return left, bound
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cost_below(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sup_x: np.ndarray,
+                fc: np.ndarray, fa: np.ndarray, fs: np.ndarray, gain: np.ndarray, flat: np.ndarray, rest: np.ndarray,
+                a: int, n: int, e: np.ndarray, tail: np.ndarray, ceiling: int) -> int:
+    """E[m, n] as :func:`_cost`, or, as soon as it is known to exceed ``ceiling``, a lower
+    bound of it above ``ceiling`` (argmin: such a value cannot win, not even a tie). After
+    row h, a path crossing it at column j ends at E[h, j] plus the GEN steps still to come,
+    at most one per later column and one per later row; each is at least ``gain`` of its
+    column's pair (``lower[1] - sup``: min over X of step, <= 0) and at least ``rest`` of its
+    row, so E[m, n] >= min_j E[h, j] + max(tail[j], rest[h + 1]) with ``tail[j]`` the sum of
+    the gains of columns after j. Row 0 of this bound is the lower bound (2) of
+    :class:`align.XTables`; it tightens row by row."""
+    tail[n] = 0
+    for j in range(n, 0, -1):
+        q = a + j - 1
+        tail[j - 1] = tail[j] + gain[flat[q]] - fs[q]
+    for j in range(n + 1):
+        e[j] = 0
+    for h in range(xc.size):
+        _, bound = _row(gen_i[xc[h]], gen_a[xa[h]], sup_x[h], fc, fa, fs, a, n, e, tail, rest[h + 1], True)
+        if bound > ceiling:
+            return bound
     return e[n]
 
 
@@ -159,13 +239,16 @@ def _sample_cut(bound: np.ndarray, rank: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def exact_costs(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray, flat: np.ndarray,
-                sup_y: np.ndarray) -> np.ndarray:
-    """The A-GS total i + a of A-GS(X, 0, 0, Y) for every candidate."""
+def exact_costs(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray) -> np.ndarray:
+    """The A-GS total i + a of A-GS(X, 0, 0, Y) for every candidate (``x``: gen_i, gen_a, X's
+    code and age nodes and sups; ``y``: the candidates' flat code nodes, age nodes, sups)."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
     out = np.empty(ids.size, dtype=np.int64)
     for c in range(ids.size):
-        out[c] = _cost(step, flat, start[c], start[c + 1] - start[c], e, _NO_FLOOR) + sup_y[ids[c]] + sup_x
+        out[c] = _cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, start[c], start[c + 1] - start[c], e, _NO_FLOOR) \
+            + sup_y[ids[c]] + sup_x
     return out
 
 
@@ -198,22 +281,26 @@ def lower_bounds(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, start: np
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _diagonal(step: np.ndarray, flat: np.ndarray, a: int, n: int) -> int:
+def _diagonal(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sx: np.ndarray,
+              fc: np.ndarray, fa: np.ndarray, fs: np.ndarray, a: int, n: int) -> int:
     s = 0
-    for h in range(min(step.shape[0], n)):
-        v = step[h, flat[a + h]]
+    for h in range(min(xc.size, n)):
+        q = a + h
+        v = gen_i[xc[h], fc[q]] + gen_a[xa[h], fa[q]] - fs[q] - sx[h]
         if v < 0:
             s += v
     return s
 
 
 @njit(cache=True, nogil=True)
-def upper_bounds(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray, flat: np.ndarray,
-                 sup_y: np.ndarray) -> np.ndarray:
+def upper_bounds(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray) -> np.ndarray:
     """The diagonal upper bound of :class:`align.XTables` for every candidate."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     out = np.empty(ids.size, dtype=np.int64)
     for c in range(ids.size):
-        out[c] = sup_y[ids[c]] + sup_x + _diagonal(step, flat, start[c], start[c + 1] - start[c])
+        out[c] = sup_y[ids[c]] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, start[c],
+                                                   start[c + 1] - start[c])
     return out
 
 
@@ -234,15 +321,18 @@ def _better(cost: int, head: int, best: int, best_head: int) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def nearest(step: np.ndarray, lower: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray,
-            start: np.ndarray, flat: np.ndarray, sup_y: np.ndarray, count: np.ndarray, head: np.ndarray) -> int:
+def nearest(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray,
+            start: np.ndarray, flat: np.ndarray, y: tuple, sup_y: np.ndarray, count: np.ndarray, head: np.ndarray) -> int:
     """argmin over the candidates in D of the A-GS total with X. A value is aligned exactly
     only when its lower bound does not exceed the best total found so far. Bounds are summed
     pair by pair and the sums paused as soon as they are known to exceed the pass's limit
     (the first sum only grows; the second falls by at most ``drop`` per pair left): first
     ``cut``, about the ``FIRST_ROUND``-th smallest bound (estimated on a sample), or the best
     total if that is smaller; then, only if the best total is above ``cut``, the best total,
-    resuming each paused sum where it stopped."""
+    resuming each paused sum where it stopped. An alignment stops as soon as its total is
+    known to exceed the best total (:func:`_cost_below`)."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     stride = max(1, ids.size // SAMPLE)
     sample = np.empty((ids.size + stride - 1) // stride, dtype=np.int64)
     for i in range(sample.size):
@@ -254,6 +344,8 @@ def nearest(step: np.ndarray, lower: np.ndarray, unmatched: np.ndarray, sup_x: i
     sums = np.empty((ids.size, 3), dtype=np.int64)     # both sums over flat[start[c]:upto], upto
     top = unmatched.size - 1
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
+    tail = np.zeros(e.size, dtype=np.int64)
+    gain = lower[1]
     best, best_head, best_t = _DEAD, _DEAD, -1
     for first_pass in (True, False):
         if not first_pass and best <= cut:
@@ -278,19 +370,23 @@ def nearest(step: np.ndarray, lower: np.ndarray, unmatched: np.ndarray, sup_x: i
             sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
             if s0 > limit or s1 + (end - j) * drop > limit:
                 continue
-            cost = _cost(step, flat, a, end - a, e, _NO_FLOOR) + sup_y[t] + sup_x
+            ceiling = _DEAD if best == _DEAD else best - sup_y[t] - sup_x
+            cost = _cost_below(gen_i, gen_a, xc, xa, sx, fc, fa, fs, gain, flat, rest, a, end - a, e, tail, ceiling) \
+                + sup_y[t] + sup_x
             if _better(cost, head[t], best, best_head):
                 best, best_head, best_t = cost, head[t], t
     return best_t
 
 
 @njit(cache=True, nogil=True)
-def farthest(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray, flat: np.ndarray,
+def farthest(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple,
              sup_y: np.ndarray, count: np.ndarray, head: np.ndarray) -> int:
     """argmax over the candidates in D of the A-GS total with X. SUPX + SUPY (suppressing
     both) bounds every alignment from above: the ``FIRST_ROUND`` values with the largest such
     bounds are aligned first; every other value is aligned only when that bound, then the
     diagonal alignment's (:func:`upper_bounds`), reaches the best total found so far."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     bound = np.empty(ids.size, dtype=np.int64)
     for c in range(ids.size):
         bound[c] = -(sup_y[ids[c]] + sup_x) if count[ids[c]] else _DEAD
@@ -302,10 +398,10 @@ def farthest(step: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray, f
             if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > best:
                 continue
             t, a, n = ids[c], start[c], start[c + 1] - start[c]
-            if not first_round and -(sup_y[t] + sup_x + _diagonal(step, flat, a, n)) > best:
+            if not first_round and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > best:
                 continue
             floor = _NO_FLOOR if best == _DEAD else -best - sup_y[t] - sup_x   # E below it: total below best
-            cost = -(_cost(step, flat, a, n, e, floor) + sup_y[t] + sup_x)
+            cost = -(_cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, e, floor) + sup_y[t] + sup_x)
             if _better(cost, head[t], best, best_head):
                 best, best_head, best_t = cost, head[t], t
     return best_t

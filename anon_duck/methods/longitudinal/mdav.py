@@ -95,7 +95,7 @@ class Pool:
         value that leaves D stays in it, with count 0, until the next layout."""
         if self.alignment == "ags":
             self.order = live
-            self.cand = Candidates.from_rows(live, self.pid, self.trajs.length)
+            self.cand = Candidates.from_rows(live, self.pid, self.trajs.length, self.pairs)
         else:
             self.buckets = _make_buckets(self.model, self.trajs, live, self.pairs, self.dtype)
             self.order = np.concatenate([b.traj for b in self.buckets])
@@ -142,8 +142,7 @@ class Pool:
         self._live_layout()
         tables = XTables.create(self.model, self.pairs, codes, ages)
         c = self.cand
-        return int(kernel.farthest(tables.step, tables.sup_x, c.ids, c.start, c.flat, self.sup_y, self.count,
-                                   self.head))
+        return int(kernel.farthest(tables.x, tables.sup_x, c.ids, c.start, c.y, self.sup_y, self.count, self.head))
 
     def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
         """Algorithm 4 step 3: argmin over D of the alignment cost with the representative."""
@@ -153,8 +152,8 @@ class Pool:
         self._live_layout()
         tables = XTables.create(self.model, self.pairs, codes, ages)
         c = self.cand
-        return int(kernel.nearest(tables.step, tables.lower, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat,
-                                  self.sup_y, self.count, self.head))
+        return int(kernel.nearest(tables.x, tables.lower, tables.rest, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat,
+                                  c.y, self.sup_y, self.count, self.head))
 
     def _first(self, ties: np.ndarray) -> int:
         """Tie rule (spec A5): the value holding the smallest remaining record."""
