@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from . import partition
-from .backend.base import Backend
-from .backend.duckdb import DuckDBBackend
-from .backend.spark import SparkBackend
+from .backend import Backend, backend_for
 from .errors import AnonDuckError, InputError, VerificationError
 from .inputs import Inputs, load_population, prepare
 from .job import Job, Source
@@ -56,26 +54,12 @@ class RunResult:
         return all(c.passed for c in self.checks)
 
 
-# what every call takes: a DuckDB connection or a SparkSession (pyspark is an optional extra)
+# what every call takes: a connection of an engine (anon_duck.backend.ENGINES) or a ready Backend
 Connection = Any
 
 
 def _quiet(phase: str, done: int, total: int) -> None:
     return None
-
-
-def backend_for(con: Any, job: Job | None) -> Backend:
-    """The backend of a caller's connection: a DuckDB connection (the job's [settings] apply for
-    the call) or a SparkSession."""
-    if _is_spark(con):
-        return SparkBackend(con)
-    if job is None:
-        return DuckDBBackend(con)
-    return DuckDBBackend(con, memory_limit=job.settings.memory_limit, threads=job.settings.threads)
-
-
-def _is_spark(con: Any) -> bool:
-    return type(con).__name__ == "SparkSession" and type(con).__module__.startswith("pyspark")
 
 
 @contextlib.contextmanager
@@ -324,7 +308,7 @@ def _release_order(backend: Backend, name: str) -> _Order:
     return _Order(str(seed), frozenset([meta[1]] + listed["sorted_table"]), frozenset(listed["view"]))
 
 
-def _write_export(backend: DuckDBBackend, names: list[str], order: _Order, partial: Path, target: Path, fmt: str,
+def _write_export(backend: Backend, names: list[str], order: _Order, partial: Path, target: Path, fmt: str,
                   is_db: bool) -> None:
     """Write the tables ``names`` to ``partial`` in release order, then rename it to ``target``
     (all or nothing)."""
@@ -343,7 +327,7 @@ def _write_export(backend: DuckDBBackend, names: list[str], order: _Order, parti
         raise
 
 
-def _export_file(backend: DuckDBBackend, name: str, order: _Order, path: Path, fmt: str) -> None:
+def _export_file(backend: Backend, name: str, order: _Order, path: Path, fmt: str) -> None:
     """Write table ``name`` to ``path`` in release order. A seeded table (not an analyst view,
     see :class:`_Order`) beyond one sort budget is first copied in order into a scratch table in
     chunks (:func:`_copy_chunks`), which the file then takes as stored (DuckDB keeps a table's
@@ -362,7 +346,7 @@ def _export_file(backend: DuckDBBackend, name: str, order: _Order, path: Path, f
     backend.run(f"export {name}: drop copy", render("release/drop_table.sql.j2", target=ordered))
 
 
-def _export_database(backend: DuckDBBackend, names: list[str], order: _Order, path: Path) -> None:
+def _export_database(backend: Backend, names: list[str], order: _Order, path: Path) -> None:
     alias = "anon_duck_export"
     backend.run("export: attach", render("release/attach.sql.j2", alias=alias, path=str(path)))
     try:

@@ -12,6 +12,7 @@ import pytest
 
 import anon_duck
 from anon_duck import api
+from anon_duck.backend import duckdb as duckdb_backend
 from anon_duck.errors import InputError, JobError, VerificationError
 from anon_duck.job import Source
 from anon_duck.methods import get_method
@@ -57,7 +58,7 @@ def test_fulldomain_picks_the_minimum_lm_minimal_node(con, job_file):
 
     import numpy as np
 
-    from anon_duck.backend import DuckDBBackend
+    from anon_duck.backend.duckdb import DuckDBBackend
     from anon_duck.inputs import prepare
     from anon_duck.methods import fulldomain
     from anon_duck.sqlrender import render
@@ -202,13 +203,13 @@ def test_export_never_overwrites_and_leaves_nothing_on_failure(con, job_file, tm
         anon_duck.export(con, job, tmp_path / first)        # three paths, three exports
         with pytest.raises(InputError, match="never writes over an earlier export"):
             anon_duck.export(con, job, tmp_path / first)
-    real_run = api.DuckDBBackend.run
+    real_run = duckdb_backend.DuckDBBackend.run
 
     def failing(self, stage, sql, params=None):
         if stage == "export toy_k2_meta":
             raise anon_duck.AnonDuckError("disk full")
         return real_run(self, stage, sql, params)
-    monkeypatch.setattr(api.DuckDBBackend, "run", failing)
+    monkeypatch.setattr(duckdb_backend.DuckDBBackend, "run", failing)
     for to in ("new", "new.duckdb"):
         with pytest.raises(anon_duck.AnonDuckError, match="disk full"):
             anon_duck.export(con, job, tmp_path / to)
@@ -342,7 +343,7 @@ def test_adult_fulldomain_verifies(con, job_file):
 
 
 def test_fetch_keeps_nulls_as_nulls(con):
-    from anon_duck.backend import DuckDBBackend
+    from anon_duck.backend.duckdb import DuckDBBackend
     from anon_duck.sqlrender import render
     con.execute("CREATE TABLE n AS SELECT * FROM (VALUES (1, 'a'), (NULL, NULL)) t(i, s)")
     out = DuckDBBackend(con).fetch("t", render("bench/select_all.sql.j2", relation=("n",)))

@@ -196,12 +196,12 @@ def test_partition_size_refused_for_a_method_without_partitioning_or_below_2k(co
 
 
 def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(con, tmp_path):
-    """The function a Spark task runs (anon_duck/partition/executors.py), without Spark: it reads
+    """The function a Spark task runs (anon_duck/backend/spark/fragments.py), without Spark: it reads
     its fragment's Parquet rows, writes each staged table as a file tagged with the fragment and
     returns the facts; a fragment the method refuses comes back as the method's own error."""
     pd = pytest.importorskip("pandas")
     from anon_duck.methods import get_method
-    from anon_duck.partition.executors import _run_fragment, _Task
+    from anon_duck.backend.spark.fragments import _run_fragment, _Task
     job = _codes_job(con, n=8)
     for f, persons in ((0, range(6)), (1, range(6, 8))):
         for role, sql in (("input", "SELECT DISTINCT pid FROM visits"),

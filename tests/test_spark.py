@@ -21,7 +21,7 @@ from anon_duck.demo import DEMO_JOBS
 from anon_duck.job import load_job
 from anon_duck.risk import risk_measures
 from anon_duck.scratch import scratch
-from anon_duck.sqlrender import environment, recording, render
+from anon_duck.sqlrender import environment, recording, render, template_names
 from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
 from conftest import ALL_JOBS, JOBS
@@ -478,11 +478,7 @@ def test_an_omop_job_runs_on_spark_and_its_release_verifies(spark):
 # The DuckDB backend's own statements (catalog, settings, file reading, transactions); the Spark
 # backend answers each through the session's API (columns, table_exists, scratch_tables,
 # scratch_exists, threads, load_file, write_table, in_transaction, writable)
-DUCKDB_BACKEND_OWN = {
-    "inputs/columns.sql.j2", "inputs/csv_columns.sql.j2", "inputs/load_file.sql.j2", "release/exists.sql.j2",
-    "release/scratch_tables.sql.j2", "util/create_table_from_registered.sql.j2", "util/current_setting.sql.j2",
-    "util/database_writable.sql.j2", "util/transaction_id.sql.j2", "verify/temp_table_exists.sql.j2",
-    "util/set_setting.sql.j2",
+DUCKDB_BACKEND_OWN = {name for name in template_names() if name.startswith("engines/duckdb/")} | {
     # exports are written by DuckDB's writers on every engine (Spark's release is copied into an
     # in-memory DuckDB first: backend.local_copy)
     "release/export_file.sql.j2", "release/attach.sql.j2", "release/detach.sql.j2",

@@ -32,8 +32,10 @@ def collect(backend: Backend, tables: Sequence[ReleaseTable], f: int) -> None:
 
 def renumber(backend: Backend, partitioning: Partitioning, tables: Sequence[ReleaseTable], fragments: Fragments,
              seed: int) -> list[ReleaseTable]:
-    """The staged release of the whole input: the union tables with every declared id domain
-    renumbered (sql/partition/id_map.sql.j2, renumber.sql.j2)."""
+    """The staged release of the whole input: the union ``tables`` (each fragment's rows tagged
+    with ``_fragment``) with every declared id domain renumbered (sql/partition/id_map.sql.j2,
+    renumber.sql.j2)."""
+    union = {t.suffix: t.staged for t in tables}
     key = backend.scalar("partition: id key", render("partition/id_key.sql.j2", fragments=fragments.table),
                          {"seed": str(seed)})
     maps: dict[tuple[str, str], tuple[str, ...]] = {}     # (suffix, column) -> its domain's map
@@ -41,11 +43,11 @@ def renumber(backend: Backend, partitioning: Partitioning, tables: Sequence[Rele
         target = scratch(f"part_ids_{domain}")
         backend.run(f"partition: ids {domain}", render(
             "partition/id_map.sql.j2", target=target, domain=domain,
-            columns=[(union_table(suffix), column) for suffix, column in holders]), {"key": key})
+            columns=[(union[suffix], column) for suffix, column in holders]), {"key": key})
         maps.update({holder: target for holder in holders})
     out = []
     for t in tables:
-        source = union_table(t.suffix)
+        source = t.staged
         columns = [c for c in backend.columns(f"partition: columns of {t.suffix}", source) if c != "_fragment"]
         target = scratch(f"part_release_{t.suffix}")
         backend.run(f"partition: release {t.suffix}", render(

@@ -20,7 +20,7 @@ from typing import Mapping
 import duckdb
 import numpy as np
 
-from ...backend import DuckDBBackend
+from ...backend.duckdb import DuckDBBackend
 from ...sqlrender import render
 
 

@@ -1,12 +1,13 @@
-"""Partitioned anonymization on Spark: every fragment is anonymized inside an executor, by the
-method as it runs on DuckDB, on an in-memory DuckDB connection of its own (docs/scale.md).
+"""Partitioned anonymization on Spark (the backend's ``anonymize_fragments`` capability,
+backend/base.py): every fragment is anonymized inside an executor, by the method as it runs on
+DuckDB, on an in-memory DuckDB connection of its own (docs/scale.md).
 
 The driver writes the inputs' rows as Parquet partitioned by fragment, and the hierarchy
 tables once, under a scratch folder in the warehouse; ``groupBy(fragment).applyInPandas`` hands
 each task one fragment number, and the task reads its rows, runs ``method.anonymize`` through a
 :class:`~anon_duck.backend.duckdb.DuckDBBackend` and writes each staged table as a Parquet
 file tagged with the fragment, returning only the fragment's facts. The driver reads the files
-back as the union tables (:mod:`.union` renumbers them on Spark), the scratch folder is
+back as the union tables (anon_duck.partition renumbers them on Spark), the scratch folder is
 removed, and the run goes on as any Spark run: the verifier checks the union on Spark before
 anything is published. The folder must be one the executors can read and write (the warehouse
 folder of a local session, or a shared mount on a cluster).
@@ -18,23 +19,24 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ..backend.duckdb import DuckDBBackend
-from ..backend.spark import SparkBackend
-from .. import errors
-from ..errors import AnonDuckError, EngineError
-from ..hierarchy import CLOSURE, EDGES, LEVELS, NODES
-from ..inputs import Inputs
-from ..job import Job
-from ..methods import get_method
-from ..methods.base import Method, ReleaseTable, Staged
-from ..scratch import scratch
-from ..sqlrender import render
-from .fragments import Fragments
-from .union import combine_facts, renumber, union_table
+from ... import errors
+from ...errors import AnonDuckError, EngineError
+from ...hierarchy import CLOSURE, EDGES, LEVELS, NODES
+from ...inputs import Inputs
+from ...job import Job
+from ...methods import get_method
+from ...methods.base import Method, ReleaseTable
+from ...scratch import scratch
+from ...sqlrender import render
+from ..base import Backend
+from ..duckdb import DuckDBBackend
+
+if TYPE_CHECKING:
+    from ...partition.fragments import Fragments
 
 HIERARCHY_TABLES = (EDGES, NODES, CLOSURE, LEVELS)
 ROLES = ("input", "codes", "events")     # the scratch names the roles' rows get in an executor
@@ -52,10 +54,11 @@ class _Task:
     sizes: tuple[int, ...]
 
 
-def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inputs: Inputs, params: Any,
-                           fragments: Fragments, size: int) -> Staged:
-    """The union of the fragments' releases, each made in an executor (see the module)."""
-    spark = backend.spark
+def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Method, inputs: Inputs, params: Any,
+                           fragments: Fragments) -> tuple[list[ReleaseTable], list[dict[str, Any]]]:
+    """The union of the fragments' releases, each made in an executor (see the module): the
+    union tables, ids not yet renumbered, and each fragment's facts in fragment order.
+    ``backend`` is the Spark backend of the session ``spark``."""
     folder = _scratch_folder(spark)
     try:
         relations = {"input": (inputs.person, job.dataset.id), "codes": (inputs.codes, "id"),
@@ -84,15 +87,14 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
             if r["error"] is not None:     # the method's own error (infeasible k, bad input), as on DuckDB
                 kind, _, message = r["error"].partition(": ")
                 raise getattr(errors, kind, AnonDuckError)(f"fragment {r['fragment']} of {fragments.count}: {message}")
-        tables = [ReleaseTable(suffix, union_table(suffix), shuffle)
+        tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle)
                   for suffix, shuffle in json.loads(done[0]["tables"])]
         for t in tables:
             union = spark.read.parquet(str(folder / "out" / t.suffix))
             union.localCheckpoint(eager=True).createOrReplaceTempView(t.staged[-1])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return Staged(renumber(backend, method.partitioning, tables, fragments, job.release.seed),
-                  combine_facts(method.partitioning, [json.loads(r["facts"]) for r in done], fragments, size))
+    return tables, [json.loads(r["facts"]) for r in done]
 
 
 def _scratch_folder(spark: Any) -> Path:
