@@ -23,6 +23,17 @@ def union_table(suffix: str) -> tuple[str, str, str]:
     return scratch(f"part_union_{suffix}")
 
 
+def block_digits(cores: int) -> int:
+    """How many leading hex digits of an id's hash make its block in the renumbering's ranks
+    (sql/partition/id_map.sql.j2): the fewest that give at least four blocks per core, and at
+    least 2. 256 blocks up to 64 cores, 4,096 up to 1,024: the window is spread over every core
+    of a cluster of any size, and what stays in one task is 16^digits block counts."""
+    digits = 2
+    while 16 ** digits < 4 * cores:
+        digits += 1
+    return digits
+
+
 def collect(backend: Backend, tables: Sequence[ReleaseTable], f: int) -> None:
     """Append fragment ``f``'s staged tables to the union tables (fragment 0 creates them)."""
     for t in tables:
@@ -42,7 +53,7 @@ def renumber(backend: Backend, partitioning: Partitioning, tables: Sequence[Rele
     for domain, holders in partitioning.ids.items():
         target = scratch(f"part_ids_{domain}")
         backend.run(f"partition: ids {domain}", render(
-            "partition/id_map.sql.j2", target=target, domain=domain,
+            "partition/id_map.sql.j2", target=target, domain=domain, digits=block_digits(backend.threads()),
             columns=[(union[suffix], column) for suffix, column in holders]), {"key": key})
         maps.update({holder: target for holder in holders})
     out = []
