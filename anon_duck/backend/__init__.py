@@ -1,7 +1,7 @@
 """Execution backends, and the one place where an engine is chosen.
 
 Every engine is an :class:`~.base.Engine` in :data:`ENGINES`: :func:`backend_for` wraps what a
-caller hands in (a ready :class:`~.base.Backend`, a DuckDB connection, a SparkSession), and
+caller hands in (a ready :class:`~.base.Backend`, a DuckDB connection, a SparkSession, a psycopg connection), and
 :func:`connect` opens an engine's connection from an engine name and ``--db`` for the CLI. No
 module outside this package names a concrete backend (docs/ENGINES.md)."""
 from __future__ import annotations
@@ -10,12 +10,14 @@ from typing import Any, ContextManager
 
 from ..errors import EngineError, InputError
 from . import duckdb as _duckdb
+from . import postgres as _postgres
 from . import spark as _spark
 from .base import Backend, Engine, FragmentRunner
 
 ENGINES: dict[str, Engine] = {
     "duckdb": Engine("duckdb", _duckdb.is_connection, _duckdb.backend, _duckdb.connect),
     "spark": Engine("spark", _spark.is_session, lambda con, job: _spark.SparkBackend(con), _spark.open_warehouse),
+    "postgres": Engine("postgres", _postgres.is_connection, _postgres.backend, _postgres.connect),
 }
 
 

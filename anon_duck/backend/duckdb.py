@@ -157,6 +157,17 @@ class DuckDBBackend:
         finally:
             self.con.unregister(source)
 
+    def write_arrow(self, stage: str, target: Sequence[str], arrow: Any) -> None:
+        """A table from an Arrow table, with its types: another engine's release copied here to
+        be exported by DuckDB's writers (that engine's ``local_copy``)."""
+        source = f"_anon_duck_reg_{next(_register_ids)}"
+        self.con.register(source, arrow)
+        try:
+            self.run(stage, render("engines/duckdb/create_table_from_registered.sql.j2", target=tuple(target),
+                                   source=source, columns=[(c, None) for c in arrow.column_names]))
+        finally:
+            self.con.unregister(source)
+
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _transaction(self.con)
 

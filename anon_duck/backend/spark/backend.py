@@ -19,7 +19,6 @@ import numpy as np
 import sqlglot
 
 from ...errors import AnonDuckError
-from ...sqlrender import render
 from ..duckdb import DuckDBBackend
 from .arrow import column, duckdb_type, plain, spark_schema, spark_value
 from .statements import DEFAULT_SCHEMA, SCRATCH_CATALOG, quoted, to_spark, update_query
@@ -55,13 +54,7 @@ class SparkBackend:
             for table in tables:
                 with _engine_errors(f"export: read {table}"):
                     arrow = self.spark.table(quoted(table)).toArrow()
-                con.register("_ad_export_source", arrow)
-                try:
-                    local.run(f"export: copy {table}", render(
-                        "engines/duckdb/create_table_from_registered.sql.j2", target=("main", table),
-                        source="_ad_export_source", columns=[(c, None) for c in arrow.column_names]))
-                finally:
-                    con.unregister("_ad_export_source")
+                local.write_arrow(f"export: copy {table}", ("main", table), arrow)
             yield local
 
     def threads(self) -> int:

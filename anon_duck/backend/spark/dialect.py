@@ -28,16 +28,11 @@ the same generator, so a DuckDB construct inside a rewritten one is spelled too.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
-from sqlglot.generator import Generator
 
 from ...errors import AnonDuckError
-
-Rewrite = Callable[[exp.Expression], "exp.Expression | None"]
-
+from ..rules import Rewrite, by_name, md5_top_hex, transforms
 
 def _slice_or_element(node: exp.Bracket) -> exp.Expression | None:
     if len(node.expressions) != 1:
@@ -87,26 +82,13 @@ def _list_select(node: exp.Anonymous) -> exp.Expression | None:
 FUNCTIONS: dict[str, Rewrite] = {"product": _product, "list_select": _list_select}
 
 
-def _function(node: exp.Anonymous) -> exp.Expression | None:
-    rewrite = FUNCTIONS.get(str(node.this).lower())
-    return rewrite(node) if rewrite is not None else None
-
-
 def _md5_shift(node: exp.BitwiseRightShift) -> exp.Expression | None:
-    """DuckDB's ``md5_number(value) >> shift`` on Spark: md5_number reads the 16 digest bytes as
-    a little-endian 128-bit number, so its top ``128 - shift`` bits (whole bytes) are the last
-    digest bytes in reverse order, i.e. pairs of hex digits from the end of ``md5(value)``."""
-    if not (isinstance(node.this, exp.Anonymous) and str(node.this.this).lower() == "md5_number"
-            and node.expression.is_int):
+    """DuckDB's ``md5_number(value) >> shift``: its hex digits (rules.md5_top_hex) read by conv."""
+    digits = md5_top_hex(node, "Spark")
+    if digits is None:
         return None
-    shift = int(node.expression.name)
-    if shift % 8 or not 64 <= shift < 128:
-        raise AnonDuckError(f"md5_number(...) >> {shift} has no Spark spelling here (whole bytes, at most 63 bits)")
-    digest = exp.Anonymous(this="md5", expressions=[node.this.expressions[0].copy()])
-    pairs = [exp.Substring(this=digest.copy(), start=exp.Literal.number(2 * byte + 1), length=exp.Literal.number(2))
-             for byte in range(15, shift // 8 - 1, -1)]
-    return exp.cast(exp.Anonymous(this="conv", expressions=[
-        exp.Concat(expressions=pairs), exp.Literal.number(16), exp.Literal.number(10)]), "DECIMAL(38, 0)")
+    return exp.cast(exp.Anonymous(this="conv", expressions=[digits, exp.Literal.number(16), exp.Literal.number(10)]),
+                    "DECIMAL(38, 0)")
 
 
 def _grouping_id(node: exp.Grouping) -> exp.Expression | None:
@@ -167,29 +149,15 @@ def _ordered_list(order: exp.Order, where: exp.Where | None) -> exp.Expression:
 
 # expression type -> the rewrite that gives it DuckDB's meaning on Spark (None: written as is)
 RULES: dict[type[exp.Expression], Rewrite] = {
-    exp.Bracket: _slice_or_element, exp.CTE: _plain_cte, exp.Anonymous: _function,
+    exp.Bracket: _slice_or_element, exp.CTE: _plain_cte, exp.Anonymous: by_name(FUNCTIONS),
     exp.BitwiseRightShift: _md5_shift, exp.Grouping: _grouping_id, exp.Filter: _filtered_list,
     exp.ArrayAgg: _list, exp.GroupConcat: _distinct_join}
-
-
-def _spelled(rewrite: Rewrite, parent: Callable[..., str] | None) -> Callable[[Generator, exp.Expression], str]:
-    """A TRANSFORMS entry: the rewritten node, or the node as sqlglot's Spark writes it."""
-    def generate(gen: Generator, node: exp.Expression) -> str:
-        spelled = rewrite(node)
-        if spelled is not None:
-            return gen.sql(spelled)
-        if parent is not None:
-            return parent(gen, node)
-        own = getattr(gen, f"{node.key}_sql", None)      # what sqlglot's Generator.sql would pick
-        return own(node) if own is not None else gen.function_fallback_sql(node)
-    return generate
 
 
 class AnonDuckSpark(Spark):
     """Spark SQL with :data:`RULES` applied as it is written (``tree.sql(dialect=AnonDuckSpark)``)."""
 
     class Generator(Spark.Generator):
-        TRANSFORMS = {**Spark.Generator.TRANSFORMS,
-                      **{kind: _spelled(rule, Spark.Generator.TRANSFORMS.get(kind)) for kind, rule in RULES.items()}}
+        TRANSFORMS = transforms(Spark.Generator.TRANSFORMS, RULES)
         TYPE_MAPPING = {**Spark.Generator.TYPE_MAPPING,
                         exp.DataType.Type.INT128: "DECIMAL(38, 0)", exp.DataType.Type.UINT128: "DECIMAL(38, 0)"}
