@@ -181,6 +181,14 @@ def _product(node: exp.Anonymous) -> exp.Expression | None:
                     default=exp.Mul(this=sign, expression=exp.Exp(this=nonzero)))
 
 
+def _any_value(node: exp.IgnoreNulls) -> exp.Expression | None:
+    """``any_value(x)`` (DuckDB's skips NULLs; sqlglot reads it as IGNORE NULLS, which it cannot
+    write for PostgreSQL): PostgreSQL 16's any_value skips them too."""
+    if not isinstance(node.this, exp.AnyValue):
+        return None
+    return exp.Anonymous(this="any_value", expressions=[node.this.this.copy()])
+
+
 # DuckDB functions PostgreSQL lacks, by name
 FUNCTIONS: dict[str, Rewrite] = {"list_select": _list_select, "product": _product}
 
@@ -189,7 +197,8 @@ RULES: dict[type[exp.Expression], Rewrite] = {
     exp.BitwiseRightShift: _md5_shift, exp.Anonymous: by_name(FUNCTIONS), exp.IsNan: _is_nan,
     exp.TryCast: _try_cast, exp.Explode: _unnest_series, exp.Unnest: _unnest_series_list,
     exp.ArgMax: _arg_extreme, exp.ArgMin: _arg_extreme, exp.Bracket: _element_of_call,
-    exp.ArraySort: _array_sort, exp.ArrayDistinct: _array_distinct, exp.Array: _empty_array}
+    exp.ArraySort: _array_sort, exp.ArrayDistinct: _array_distinct, exp.Array: _empty_array,
+    exp.IgnoreNulls: _any_value}
 
 
 class AnonDuckPostgres(Postgres):
