@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import partition, release
-from .backend.base import Backend
+from .backend import Backend, backend_for
 from .errors import AnonDuckError, VerificationError
 from .inputs import Inputs, load_population, prepare
 from .job import Job, Source
 from .methods import get_method
 from .methods.base import Progress
 from .risk import Population, codes_risk, drivers, events_risk, qi_risk, resolve_risk_options
-from .session import Connection, backend_for, session
+from .session import Connection, session
 from .sqlrender import render
 from .verifiers import CheckResult
 

@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
-import tempfile
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 import duckdb
 
-from . import api
+from . import api, backend
 from .version import __version__
 from .errors import AnonDuckError, InputError, JobError, VerificationError
 from .job import check_threshold, load_job
@@ -134,7 +132,7 @@ def _threshold(text: str) -> float:
                                          "e.g. 0.2 for 1 in 5") from None
 
 
-ENGINES = ("duckdb", "spark")
+ENGINES = tuple(backend.ENGINES)
 INPUT_ONLY = ("inspect", "risk", "sweep")
 """Commands that read only the job's input and publish nothing: --db is optional, and a database
 that does not exist yet is an empty one."""
@@ -162,62 +160,12 @@ def _sweep_values(name: str, kind: type):
     return parse
 
 
-@contextlib.contextmanager
-def _connect(args: argparse.Namespace, *, read_only: bool = False) -> Iterator[Any]:
-    """The command's connection: a DuckDB connection, or with ``--engine spark`` a SparkSession
-    over the warehouse folder ``--db`` (stopped at the end). A command of :data:`INPUT_ONLY`
-    reads an absent database as an empty one, and creates nothing."""
-    if args.engine == "spark":
-        with _spark(args, read_only=read_only) as spark:
-            yield spark
-        return
-    if args.spark_master:
-        raise InputError("--spark-master needs --engine spark")
-    if getattr(args, "command", None) in INPUT_ONLY and not Path(args.db).exists():
-        args = argparse.Namespace(**{**vars(args), "db": ":memory:"})
-    with _duckdb(args, read_only=read_only) as con:
-        yield con
-
-
-@contextlib.contextmanager
-def _spark(args: argparse.Namespace, *, read_only: bool) -> Iterator[Any]:
-    """A release lives in the warehouse folder and its catalog; commands that only read refuse
-    a folder that does not hold one, before Spark starts; a file is refused too (Spark would
-    take it for a warehouse and fail on every catalog access). The commands that read only the
-    input (:data:`INPUT_ONLY`) without a warehouse work in a folder of their own, removed at
-    the end. The session is stopped at the end unless it was
-    running before (``main()`` called from a program that has one)."""
-    from .backend.spark import running_session, spark_session
-
-    with contextlib.ExitStack() as stack:
-        folder = args.db
-        if Path(folder).is_file():
-            raise InputError(f"--db {folder}: a file; with --engine spark, --db names the Spark warehouse folder "
-                             "(a new or empty folder for a first run; nothing was run)")
-        if folder == ":memory:" or (getattr(args, "command", None) in INPUT_ONLY and not (Path(folder) / "metastore_db").is_dir()):
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="anon_duck_spark_"))
-        elif read_only and not (Path(folder) / "metastore_db").is_dir():
-            raise InputError(f"--db {folder}: no Spark warehouse here (a folder that anon-duck run --engine spark "
-                             "published into)")
-        before = running_session()
-        spark = spark_session(folder, master=args.spark_master)
-        if before is None:
-            stack.callback(spark.stop)
-        yield spark
-
-
-def _duckdb(args: argparse.Namespace, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """``run`` writes the release; verify, report, export and inspect only read, so they open
-    a database file read-only (and work while another process holds it for reading). A file
-    that cannot be opened so (another process writes it, it is not a DuckDB file, no
-    permission) is refused in a sentence saying what the command needed, before any work."""
-    if read_only and args.db != ":memory:" and not Path(args.db).is_file():
-        raise InputError(f"--db {args.db}: no such database file")
-    try:
-        return duckdb.connect(str(args.db), read_only=read_only and args.db != ":memory:")
-    except duckdb.Error as err:
-        need = "read it" if read_only else "write the release into it"
-        raise InputError(f"--db {args.db}: cannot open the database to {need} (nothing was run): {err}") from err
+def _connect(args: argparse.Namespace, *, read_only: bool = False) -> ContextManager[Any]:
+    """The command's connection, of the engine ``--engine`` names, to ``--db`` (closed at the end).
+    A command of :data:`INPUT_ONLY` reads a database that does not exist yet as an empty one, and
+    creates nothing."""
+    return backend.connect(args.engine, args.db, read_only=read_only, master=args.spark_master,
+                           missing_ok=getattr(args, "command", None) in INPUT_ONLY)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -7,29 +7,13 @@ import contextlib
 from typing import Any, Iterator
 
 from . import interrupts
-from .backend.base import Backend
-from .backend.duckdb import DuckDBBackend
-from .backend.spark import SparkBackend
+from .backend import Backend, backend_for
 from .errors import AnonDuckError, InputError
 from .job import Job
 from .scratch import drop_scratch
 
-# what every call takes: a DuckDB connection or a SparkSession (pyspark is an optional extra)
+# what every call takes: a connection of an engine (anon_duck.backend.ENGINES) or a ready Backend
 Connection = Any
-
-
-def backend_for(con: Any, job: Job | None) -> Backend:
-    """The backend of a caller's connection: a DuckDB connection (the job's [settings] apply for
-    the call) or a SparkSession."""
-    if _is_spark(con):
-        return SparkBackend(con)
-    if job is None:
-        return DuckDBBackend(con)
-    return DuckDBBackend(con, memory_limit=job.settings.memory_limit, threads=job.settings.threads)
-
-
-def _is_spark(con: Any) -> bool:
-    return type(con).__name__ == "SparkSession" and type(con).__module__.startswith("pyspark")
 
 
 @contextlib.contextmanager

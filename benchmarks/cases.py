@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import duckdb
 
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.sqlrender import render
 from anon_duck.verifiers import k_anonymity, l_diversity
 from .generators import DATA
@@ -219,7 +219,7 @@ def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
     shows as a changed release rather than as a faster one."""
     # DuckDB's default memory_limit: under a 1GB cap its writers fail on ArtUC's 1.6 GB of code-set
     # text (docs/artuc.md, Memory); the digest is untimed and comes after the case's peak RSS
-    con.execute(render("util/set_setting.sql.j2", name="memory_limit", value=None))
+    con.execute(render("engines/duckdb/set_setting.sql.j2", name="memory_limit", value=None))
     return export_digest(con, job)
 
 

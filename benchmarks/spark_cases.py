@@ -218,7 +218,7 @@ def _adult_big(scale: float) -> Job:
     """Full-domain k-anonymity (k = 10, ``adult_fulldomain.toml``) on Adult blown up to about
     1M × scale rows (seed 003's variations, ``generators.adult_blowup``: each record and
     alpha − 1 variations), cached as Parquet so that both engines read the same file."""
-    from anon_duck.backend import DuckDBBackend
+    from anon_duck.backend.duckdb import DuckDBBackend
     from anon_duck.job import Source, load_job
     from .generators.adult_blowup import blow_up
     job = load_job(_jobs() / "adult_fulldomain.toml")

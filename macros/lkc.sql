@@ -63,14 +63,14 @@ WITH {{ anon_duck.lkc_groups_ctes(relation, columns, sensitive, sets) }}
 SELECT gid, {% for q in columns %}q_{{ loop.index0 }} AS {{ anon_duck.quote_identifier(names[loop.index0]) }}, {% endfor %}n,
        sensitive_value, n_s, reason, conf
 FROM (
-    SELECT DISTINCT gid, {% for q in columns %}q_{{ loop.index0 }}, {% endfor %}n, CAST(NULL AS STRING) AS sensitive_value,
-           CAST(NULL AS BIGINT) AS n_s, 'K' AS reason, CAST(NULL AS DOUBLE) AS conf
+    SELECT DISTINCT gid, {% for q in columns %}q_{{ loop.index0 }}, {% endfor %}n, CAST(NULL AS {{ anon_duck.type_text() }}) AS sensitive_value,
+           CAST(NULL AS BIGINT) AS n_s, 'K' AS reason, CAST(NULL AS {{ anon_duck.type_double() }}) AS conf
     FROM anon_duck_groups
     WHERE n < {{ K_value }}
 {% if sensitive is not none %}
     UNION ALL
-    SELECT gid, {% for q in columns %}q_{{ loop.index0 }}, {% endfor %}n, CAST(s AS STRING) AS sensitive_value,
-           CAST(n_s AS BIGINT) AS n_s, 'C' AS reason, CAST(n_s AS DOUBLE) / n AS conf
+    SELECT gid, {% for q in columns %}q_{{ loop.index0 }}, {% endfor %}n, CAST(s AS {{ anon_duck.type_text() }}) AS sensitive_value,
+           CAST(n_s AS BIGINT) AS n_s, 'C' AS reason, CAST(n_s AS {{ anon_duck.type_double() }}) / n AS conf
     FROM anon_duck_groups
     WHERE {{ anon_duck.sensitive_filter('s', sensitive_values) }}
       AND CAST(n_s AS DECIMAL(38, 0)) * {{ anon_duck.integer_argument(c_den, 'c_den') }} > {{ anon_duck.integer_argument(c_num, 'c_num', 0) }} * CAST(n AS DECIMAL(38, 0))
@@ -91,7 +91,7 @@ FROM (
 {%- set names = anon_duck.output_names(columns, aliases) -%}
 WITH {{ anon_duck.lkc_groups_ctes(relation, columns, sensitive, sets) }}
 SELECT gid, {% for q in columns %}q_{{ loop.index0 }} AS {{ anon_duck.quote_identifier(names[loop.index0]) }}, {% endfor %}n, max_n_s,
-       CAST(max_n_s AS DOUBLE) / n AS max_conf
+       CAST(max_n_s AS {{ anon_duck.type_double() }}) / n AS max_conf
 FROM (
     SELECT gid, {% for q in columns %}q_{{ loop.index0 }}, {% endfor %}max(n) AS n,
 {% if sensitive is not none %}
@@ -113,7 +113,7 @@ TRUE
 {%- elif sensitive_values | length == 0 -%}
 FALSE
 {%- else -%}
-CAST({{ column }} AS STRING) IN ({% for v in sensitive_values %}{{ anon_duck.string_literal(v) }}{{ ", " if not loop.last }}{% endfor %})
+CAST({{ column }} AS {{ anon_duck.type_text() }}) IN ({% for v in sensitive_values %}{{ anon_duck.string_literal(v) }}{{ ", " if not loop.last }}{% endfor %})
 {%- endif -%}
 {%- endmacro %}
 

@@ -86,3 +86,21 @@
 {%- endif -%}
 CAST({{ value | float }} AS DOUBLE)
 {%- endmacro %}
+
+{#- Type names the checks cast to: DuckDB and Spark read DOUBLE and STRING, PostgreSQL spells
+    them DOUBLE PRECISION and TEXT. -#}
+{% macro type_double() -%}
+{{- adapter.dispatch('type_double', 'anon_duck')() -}}
+{%- endmacro %}
+
+{% macro default__type_double() -%}DOUBLE{%- endmacro %}
+
+{% macro postgres__type_double() -%}DOUBLE PRECISION{%- endmacro %}
+
+{% macro type_text() -%}
+{{- adapter.dispatch('type_text', 'anon_duck')() -}}
+{%- endmacro %}
+
+{% macro default__type_text() -%}STRING{%- endmacro %}
+
+{% macro postgres__type_text() -%}TEXT{%- endmacro %}

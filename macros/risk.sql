@@ -67,9 +67,9 @@ SELECT coalesce(sum(class_size), 0) AS n_records,
        count(*) AS n_classes,
        min(class_size) AS min_class_size,
        max(class_size) AS max_class_size,
-       CAST(1 AS DOUBLE) / min(class_size) AS prosecutor_risk_max,
-       CAST(count(*) AS DOUBLE) / sum(class_size) AS prosecutor_risk_avg,
-       CAST(sum(CASE WHEN class_size < {{ k_value }} THEN class_size ELSE 0 END) AS DOUBLE) / sum(class_size) AS records_below_k,
+       CAST(1 AS {{ anon_duck.type_double() }}) / min(class_size) AS prosecutor_risk_max,
+       CAST(count(*) AS {{ anon_duck.type_double() }}) / sum(class_size) AS prosecutor_risk_avg,
+       CAST(sum(CASE WHEN class_size < {{ k_value }} THEN class_size ELSE 0 END) AS {{ anon_duck.type_double() }}) / sum(class_size) AS records_below_k,
        coalesce(sum(CASE WHEN class_size = 1 THEN 1 ELSE 0 END), 0) AS sample_uniques
        {%- for t in thresholds %},
        {{ anon_duck.share_at_risk('class_size', 'class_size', t) }} AS at_risk_{{ loop.index }}
@@ -83,13 +83,13 @@ FROM ({{ anon_duck.equivalence_classes(relation, columns) }}) AS anon_duck_class
 {%- if value is sameas true or value is sameas false or value is not number or value <= 0 or value > 1 -%}
 {{- exceptions.raise_compiler_error("anon_duck: a risk threshold must be a number in (0, 1]; got " ~ value) -}}
 {%- endif -%}
-CAST({{ value }} AS DOUBLE)
+CAST({{ value }} AS {{ anon_duck.type_double() }})
 {%- endmacro %}
 
 {#- The share of records whose risk 1 / ``size`` exceeds threshold ``t``, over rows that each
     stand for ``weight`` records: the records at risk (ARX's rA). -#}
 {% macro share_at_risk(size, weight, t) -%}
-CAST(sum(CASE WHEN CAST(1 AS DOUBLE) / {{ size }} > {{ anon_duck.threshold_argument(t) }} THEN {{ weight }} ELSE 0 END) AS DOUBLE) / sum({{ weight }})
+CAST(sum(CASE WHEN CAST(1 AS {{ anon_duck.type_double() }}) / {{ size }} > {{ anon_duck.threshold_argument(t) }} THEN {{ weight }} ELSE 0 END) AS {{ anon_duck.type_double() }}) / sum({{ weight }})
 {%- endmacro %}
 
 {#- Journalist and marketer risk (El Emam 2013; ARX's RiskModelSampleSummary): the sample is
@@ -119,7 +119,7 @@ WITH anon_duck_sample AS (
     SELECT {{ grouped }}, count(*) AS pop_f FROM {{ population }} GROUP BY {{ grouped }}
 ), anon_duck_pairs AS (
     SELECT s.f, coalesce(p.pop_f, 0) AS pop_f,
-           CAST(s.f AS DOUBLE) / nullif(p.pop_f, 0) AS matched
+           CAST(s.f AS {{ anon_duck.type_double() }}) / nullif(p.pop_f, 0) AS matched
     FROM anon_duck_sample AS s
     LEFT JOIN anon_duck_population AS p
       ON {% for c in columns %}s.{{ anon_duck.quote_identifier(c) }} = p.{{ anon_duck.quote_identifier(c) }}{{ " AND " if not loop.last }}{% endfor %}
@@ -129,8 +129,8 @@ SELECT coalesce(sum(f), 0) AS n_records,
        count(*) AS n_classes,
        coalesce(sum(CASE WHEN pop_f < f THEN 1 ELSE 0 END), 0) AS short_classes,
        min(pop_f) AS min_population_class_size,
-       CAST(1 AS DOUBLE) / nullif(min(pop_f), 0) AS journalist_risk_max,
-       greatest(CAST(count(*) AS DOUBLE) / nullif(sum(pop_f), 0), sum(matched) / sum(f)) AS journalist_risk_avg,
+       CAST(1 AS {{ anon_duck.type_double() }}) / nullif(min(pop_f), 0) AS journalist_risk_max,
+       greatest(CAST(count(*) AS {{ anon_duck.type_double() }}) / nullif(sum(pop_f), 0), sum(matched) / sum(f)) AS journalist_risk_avg,
        sum(matched) / sum(f) AS marketer_risk,
        coalesce(sum(CASE WHEN f = 1 AND pop_f = 1 THEN 1 ELSE 0 END), 0) AS population_uniques_in_sample
        {%- for t in thresholds %},

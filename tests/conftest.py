@@ -63,3 +63,31 @@ def put(backend: DuckDBBackend, name, columns: dict[str, list]) -> None:
         kinds = {type(v) for v in values if v is not None}
         arrays[c] = np.array(values, dtype=object if (str in kinds or None in values) else None)
     backend.write_table(name, arrays)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The URI of a throwaway PostgreSQL server for the whole session (tests/pg_server.py);
+    a test that needs it is skipped, saying why, only when none can start."""
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install -e '.[postgres]'")
+    from pg_server import start
+    with start() as (uri, how):
+        if uri is None:
+            pytest.skip(f"no PostgreSQL server could start: {how}")
+        yield uri
+
+
+@pytest.fixture
+def pg(postgres_server, request):
+    """A psycopg connection to a fresh database of its own (dropped at the end)."""
+    import psycopg
+    name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[:55]
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 LC_COLLATE "C.UTF-8" LC_CTYPE "C.UTF-8"')
+    uri = postgres_server.replace("/postgres?", f"/{name}?")
+    c = psycopg.connect(uri)
+    yield c
+    c.close()
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

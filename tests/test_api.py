@@ -59,7 +59,7 @@ def test_fulldomain_picks_the_minimum_lm_minimal_node(con, job_file):
 
     import numpy as np
 
-    from anon_duck.backend import DuckDBBackend
+    from anon_duck.backend.duckdb import DuckDBBackend
     from anon_duck.inputs import prepare
     from anon_duck.methods import fulldomain
     from anon_duck.sqlrender import render
@@ -344,7 +344,7 @@ def test_adult_fulldomain_verifies(con, job_file):
 
 
 def test_fetch_keeps_nulls_as_nulls(con):
-    from anon_duck.backend import DuckDBBackend
+    from anon_duck.backend.duckdb import DuckDBBackend
     from anon_duck.sqlrender import render
     con.execute("CREATE TABLE n AS SELECT * FROM (VALUES (1, 'a'), (NULL, NULL)) t(i, s)")
     out = DuckDBBackend(con).fetch("t", f"SELECT * FROM {qualified(('n',))}")

@@ -1,6 +1,6 @@
 """The dbt package for real: tests/dbt/project installs anon_duck by local path, seeds a release
 made by anon_duck and the raw table it came from, and runs `dbt seed`, `dbt run`, `dbt test` on
-dbt-duckdb and on dbt-spark (local Spark, session method). On both, each privacy test passes on
+dbt-duckdb, dbt-postgres (the suite's throwaway server) and dbt-spark (local Spark, session method). On each, each privacy test passes on
 the release and fails on the raw table with exactly the offending groups anon_duck's Python
 verifiers count on DuckDB (they render the same macro files), and the risk model gives the
 numbers of anon_duck.risk.risk_measures."""
@@ -72,11 +72,12 @@ def _spark_target() -> None:
         pytest.skip("Spark needs Java 17+, and no java is on PATH")
 
 
-@pytest.fixture(scope="module", params=["duckdb", "spark"])
+@pytest.fixture(scope="module", params=["duckdb", "spark", "postgres"])
 def dbt_results(request, tmp_path_factory):
     target = request.param
     if target == "spark":
         _spark_target()
+    server = _postgres_target(request) if target == "postgres" else None
     work = tmp_path_factory.mktemp(f"dbt_{target}")
     project = work / "project"
     shutil.copytree(PROJECT, project)
@@ -88,6 +89,9 @@ def dbt_results(request, tmp_path_factory):
     mp.setenv("ANON_DUCK_DBT_DB", str(work / "warehouse.duckdb"))
     mp.setenv("ANON_DUCK_DBT_WAREHOUSE", str(work / "spark-warehouse"))
     mp.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    if server is not None:
+        mp.setenv("ANON_DUCK_DBT_PGHOST", server.info.host)
+        mp.setenv("ANON_DUCK_DBT_PGDATABASE", server.info.dbname)
     events: list[str] = []
     runner = dbt_main.dbtRunner(callbacks=[lambda e: events.append(e.info.name)])
     args = ["--project-dir", str(project), "--profiles-dir", str(project), "--target", target]
@@ -97,12 +101,28 @@ def dbt_results(request, tmp_path_factory):
             out[command] = runner.invoke([command, "--quiet", *args])
     finally:
         mp.undo()
-    yield out, con, _reader(target, work / "warehouse.duckdb")
+    yield out, con, _reader(target, work / "warehouse.duckdb", server)
     con.close()
+    if server is not None:
+        server.close()
 
 
-def _reader(target: str, warehouse: Path):
+def _postgres_target(request):
+    """A connection to a fresh database on the suite's PostgreSQL server (tests/pg_server.py)."""
+    pytest.importorskip("dbt.adapters.postgres", reason="dbt-postgres is not installed: pip install -e '.[postgres-test]'")
+    import psycopg
+    uri = request.getfixturevalue("postgres_server")
+    with psycopg.connect(uri, autocommit=True) as admin:
+        admin.execute('DROP DATABASE IF EXISTS "dbt_check"')
+        admin.execute('CREATE DATABASE "dbt_check" TEMPLATE template0 LC_COLLATE "C.UTF-8" LC_CTYPE "C.UTF-8"')
+    return psycopg.connect(uri.replace("/postgres?", "/dbt_check?"), autocommit=True)
+
+
+def _reader(target: str, warehouse: Path, server=None):
     """A function that runs one query on the dbt target's warehouse and returns its rows."""
+    if target == "postgres":
+        server.execute("SET search_path = anon_duck_check")
+        return lambda sql: [tuple(r) for r in server.execute(sql).fetchall()]
     if target == "duckdb":
         def read(sql: str) -> list[tuple]:
             with duckdb.connect(str(warehouse)) as wh:

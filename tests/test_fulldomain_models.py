@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import anon_duck
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InfeasibleError, JobError
 from anon_duck.inputs import prepare
 from anon_duck.job import parse_job

@@ -15,7 +15,7 @@ import pytest
 
 import anon_duck
 import anon_duck.api
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import JobError, VerificationError
 from anon_duck.inputs import prepare
 from anon_duck.job import parse_job

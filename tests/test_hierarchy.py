@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import JobError
 from anon_duck.hierarchy import CLOSURE, LEVELS, NODES, arx_edges, build, interval_edges, read_builtin_rows
 from anon_duck.job import HierarchySpec

@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 import anon_duck
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import InputError, JobError
 from anon_duck.hierarchy import build
 from anon_duck.job import HierarchySpec, load_job

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anon_duck
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import JobError
 from anon_duck.hierarchy import CLOSURE, LEVELS, NODES, build
 from anon_duck.job import HierarchySpec, load_job

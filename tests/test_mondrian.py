@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import anon_duck
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.errors import JobError
 from anon_duck.hierarchy import NODES
 from anon_duck.inputs import prepare

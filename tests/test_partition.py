@@ -197,12 +197,11 @@ def test_partition_size_refused_for_a_method_without_partitioning_or_below_2k(co
 
 
 def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(con, tmp_path):
-    """The function a Spark task runs (anon_duck/partition/executors.py), without Spark: it reads
+    """The function a Spark task runs (anon_duck/backend/spark/fragments.py), without Spark: it reads
     its fragment's Parquet rows, writes each staged table as a file tagged with the fragment and
     returns the facts; a fragment the method refuses comes back as the method's own error."""
-    pd = pytest.importorskip("pandas")
     from anon_duck.methods import get_method
-    from anon_duck.partition.executors import _run_fragment, _Task
+    from anon_duck.backend.spark.fragments import _run_fragment, _Task
     job = _codes_job(con, n=8)
     for f, persons in ((0, range(6)), (1, range(6, 8))):
         for role, sql in (("input", "SELECT DISTINCT pid FROM visits"),
@@ -213,13 +212,13 @@ def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(c
             con.execute(f"COPY (SELECT * FROM ({sql}) WHERE {'pid' if role == 'input' else 'id'} IN ({ids})) "
                         f"TO '{folder}/part.parquet' (FORMAT parquet)")
     task = _Task(str(tmp_path), job, get_method("disassociation").check_params(job), ("input", "codes"), (), (6, 2))
-    done = _run_fragment(task, pd.DataFrame({"fragment": [0]}))
-    assert done["error"][0] is None and '"records": 6' in done["facts"][0]
+    done = _run_fragment(task, 0)
+    assert done["error"] is None and '"records": 6' in done["facts"]
     clusters = con.execute(f"SELECT _fragment, sum(n_records) FROM '{tmp_path}/out/clusters/0.parquet' "
                            "GROUP BY ALL").fetchall()
     assert clusters == [(0, 6)]
-    refused = _run_fragment(task, pd.DataFrame({"fragment": [1]}))
-    assert refused["error"][0] == ("InputError: method.k = 3 is larger than the number of records (persons) (2); "
+    refused = _run_fragment(task, 1)
+    assert refused["error"] == ("InputError: method.k = 3 is larger than the number of records (persons) (2); "
                                    "no release can be 3-anonymous")
 
 
@@ -308,14 +307,16 @@ def test_explicit_policy_holds_in_each_fragment_on_the_codes_it_holds(con):
             api.run(duckdb.connect(), _sized(typo, size) if size else typo)
 
 
-def test_id_map_ranks_by_bucket_as_one_window_over_the_union(con):
+@pytest.mark.parametrize("digits", [2, 3, 4])
+def test_id_map_ranks_by_bucket_as_one_window_over_the_union(con, digits):
     """sql/partition/id_map.sql.j2 numbers ids per hash bucket plus the buckets before (a window
     Spark spreads over tasks): the same new ids as one row_number() over the whole union in the
-    keyed order, ids from two columns of one domain merged, and the smallest local id kept."""
+    keyed order, ids from two columns of one domain merged, and the smallest local id kept,
+    whatever the buckets' width (16^digits buckets: more on a larger cluster)."""
     from anon_duck.sqlrender import render
     con.execute("CREATE TABLE u1 AS SELECT i % 3 AS _fragment, 1 + i // 3 AS a FROM range(6000) t(i)")
     con.execute("CREATE TABLE u2 AS SELECT i % 4 AS _fragment, 1 + i AS b FROM range(2500) t(i)")
-    con.execute(render("partition/id_map.sql.j2", target=("temp", "main", "ids"), domain="cluster",
+    con.execute(render("partition/id_map.sql.j2", target=("temp", "main", "ids"), domain="cluster", digits=digits,
                        columns=[(("memory", "main", "u1"), "a"), (("memory", "main", "u2"), "b")]),
                 {"key": "k3y"})
     expected = con.execute("""
@@ -325,6 +326,12 @@ def test_id_map_ranks_by_bucket_as_one_window_over_the_union(con):
         FROM ids ORDER BY ALL""").fetchall()
     got = con.execute("SELECT * FROM temp.main.ids ORDER BY ALL").fetchall()
     assert got == expected and len(got) > 6000
+
+
+def test_the_renumbering_has_at_least_four_blocks_per_core():
+    from anon_duck.partition.union import block_digits
+    assert [block_digits(c) for c in (1, 2, 64, 65, 1024, 1025)] == [2, 2, 2, 3, 3, 4]
+    assert all(16 ** block_digits(c) >= 4 * c for c in range(1, 5000))
 
 
 @pytest.mark.parametrize("lead", ["paths", "qis", "codes", "events"])

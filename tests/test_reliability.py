@@ -13,7 +13,7 @@ import pytest
 
 import anon_duck
 import anon_duck.api  # anon_duck.api.* below: the package loads it lazily (PEP 562)
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.job import parse_job
 
 from conftest import JOBS, user_tables

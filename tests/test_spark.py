@@ -7,6 +7,8 @@ import contextlib
 import dataclasses
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -22,7 +24,7 @@ from anon_duck.demo import DEMO_JOBS
 from anon_duck.job import load_job
 from anon_duck.risk import risk_measures
 from anon_duck.scratch import scratch
-from anon_duck.sqlrender import environment, recording, render
+from anon_duck.sqlrender import environment, recording, render, template_names
 from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
 from conftest import ALL_JOBS, JOBS
@@ -388,6 +390,56 @@ def test_partitioned_runs_in_spark_executors_publish_what_duckdb_publishes(spark
         assert copied.execute(f'SELECT count(*) FROM "{on_spark.tables[0]}"').fetchone()[0] > 0
 
 
+def test_fragments_run_one_task_each_with_adaptive_execution_on(spark):
+    """Issue #31: with Spark's settings as the CLI starts a session (adaptive execution and
+    whole-stage code generation on), a partitioned run of three fragments runs three tasks,
+    two at a time on local[2]; its release is the one DuckDB alone publishes. Counted by the
+    status tracker, in the fragments' job group."""
+    from anon_duck.backend.spark.fragments import JOB_GROUP
+    from test_partition import _codes_job, _sized
+
+    session = spark.spark
+    defaults = ("spark.sql.adaptive.enabled", "spark.sql.codegen.wholeStage")
+    before = {key: session.conf.get(key) for key in defaults}
+    tracker = session.sparkContext.statusTracker()
+    earlier = set(tracker.getJobIdsForGroup(JOB_GROUP))
+    con = duckdb.connect()
+    job = _sized(_codes_job(con), 30).with_release("in_tasks")
+    _copy(con, spark, "visits")
+    peak, stop = [0], threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            stages = [tracker.getStageInfo(s) for j in set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier
+                      if (info := tracker.getJobInfo(j)) is not None for s in info.stageIds]
+            peak[0] = max(peak[0], sum(s.numActiveTasks for s in stages if s is not None))
+            time.sleep(0.005)
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        for key in defaults:
+            session.conf.unset(key)
+        assert session.conf.get("spark.sql.adaptive.enabled") == "true"
+        watcher.start()
+        result = anon_duck.run(session, job)
+    finally:
+        stop.set()
+        for key, value in before.items():
+            session.conf.set(key, value)
+    watcher.join()
+    jobs = sorted(set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier)
+    tasks = [tracker.getStageInfo(s).numTasks for j in jobs for s in tracker.getJobInfo(j).stageIds]
+    assert result.verified and result.facts["partition"]["fragments"] == 3
+    assert tasks == [3] and peak[0] == 2
+    duck = duckdb.connect()
+    _codes_job(duck)
+    anon_duck.run(duck, job)
+    copied = _copied_to_duckdb(spark, job, result.tables)
+    for table in result.tables:
+        rows = [sorted(c.execute(f'SELECT * FROM "{table}"').fetchall(), key=repr) for c in (copied, duck)]
+        assert rows[0] == rows[1], table
+    spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", "visits")))
+
+
 def test_fragment_and_id_ranks_are_the_same_on_spark(spark):
     """The partition's two ranks over all persons (sql/partition/fragments.sql.j2, id_map.sql.j2),
     computed per block and per hash bucket so that Spark spreads their windows over tasks, give
@@ -406,7 +458,7 @@ def test_fragment_and_id_ranks_are_the_same_on_spark(spark):
         backend.run("test: fragments", render("partition/fragments.sql.j2", target=scratch("t_frag"),
                                               person=("main", "people"), id="pid", paths=None, qis=["age", "sex"],
                                               codes=("main", "visits"), events=None), {"fragments": 4, "n": 300})
-        backend.run("test: ids", render("partition/id_map.sql.j2", target=scratch("t_ids"), domain="cluster",
+        backend.run("test: ids", render("partition/id_map.sql.j2", target=scratch("t_ids"), domain="cluster", digits=3,
                                         columns=[(("main", "u1"), "a")]), {"key": "k3y"})
         quoted = ['.'.join(f'"{part}"' for part in scratch(t)) for t in ("t_frag", "t_ids")]
         on[name] = [sorted(backend.rows("test: rows", f"SELECT * FROM {table}")) for table in quoted]
@@ -516,11 +568,7 @@ def test_an_omop_job_runs_on_spark_and_its_release_verifies(spark):
 # The DuckDB backend's own statements (catalog, settings, file reading, transactions); the Spark
 # backend answers each through the session's API (columns, table_exists, scratch_tables,
 # scratch_exists, threads, load_file, write_table, in_transaction, writable)
-DUCKDB_BACKEND_OWN = {
-    "inputs/columns.sql.j2", "inputs/csv_columns.sql.j2", "inputs/load_file.sql.j2", "release/exists.sql.j2",
-    "release/scratch_tables.sql.j2", "util/create_table_from_registered.sql.j2", "util/current_setting.sql.j2",
-    "util/database_writable.sql.j2", "util/transaction_id.sql.j2", "verify/temp_table_exists.sql.j2",
-    "util/set_setting.sql.j2",
+DUCKDB_BACKEND_OWN = {name for name in template_names() if name.startswith("engines/duckdb/")} | {
     # exports are written by DuckDB's writers on every engine (Spark's release is copied into an
     # in-memory DuckDB first: backend.local_copy)
     "release/export_file.sql.j2", "release/attach.sql.j2", "release/detach.sql.j2",

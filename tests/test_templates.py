@@ -124,7 +124,7 @@ def test_ident_quotes_anything(name):
 def test_lit_and_fail():
     assert lit("O'Hara") == "'O''Hara'" and lit(3) == "3"
     with pytest.raises(AnonDuckError, match="unsupported cast"):
-        render("util/create_table_from_registered.sql.j2", target=("t",), source="s", columns=[("a", "INT; --")])
+        render("engines/duckdb/create_table_from_registered.sql.j2", target=("t",), source="s", columns=[("a", "INT; --")])
 
 
 def test_a_shape_key_parses_once_and_still_records(monkeypatch):
@@ -136,7 +136,7 @@ def test_a_shape_key_parses_once_and_still_records(monkeypatch):
     monkeypatch.setattr(sqlrender, "_parsed_shapes", set())
     with recording() as rec:
         for shape in ("a", "a", "b", None, None):
-            render("release/exists.sql.j2", shape=shape)
+            render("engines/duckdb/table_exists.sql.j2", shape=shape)
     assert len(rec) == 5 and len(parsed) == 4      # the second "a" is not parsed again
 
 

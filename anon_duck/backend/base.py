@@ -1,15 +1,19 @@
 """The narrow interface every method uses (PipelineDP-style): run a statement, fetch
 aggregates as numpy columns, write a table from numpy columns, and one transaction.
-A backend holds no algorithm logic and no SQL text of its own."""
+A backend holds no algorithm logic; the SQL of its own (catalog, settings) is in
+sql/engines/<engine>/. An engine is described by an :class:`Engine` (how to recognise its
+connection, open one, wrap it); anon_duck/backend/__init__.py lists them. docs/ENGINES.md."""
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Mapping, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from ..csvoptions import CsvOptions
 
 
+@runtime_checkable
 class Backend(Protocol):
     trace: list
 
@@ -83,3 +87,28 @@ class Backend(Protocol):
         """Whether this session holds the scratch table ``name`` (``scratch.scratch(...)``): an
         audit re-run by ``anon-duck verify`` rebuilds what a run left in scratch. Engines keep
         their catalogs differently, so the backend answers."""
+
+
+class FragmentRunner(Protocol):
+    """An optional capability: a backend that runs a partitioned run's fragments its own way
+    (Spark: one executor task each) has ``anonymize_fragments``; on any other backend the
+    fragments run one after another on the run's connection (anon_duck/partition)."""
+
+    def anonymize_fragments(self, job: Any, method: Any, inputs: Any, params: Any,
+                            fragments: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+        """Every fragment anonymized by ``method``: the union of their staged tables (one
+        ``ReleaseTable`` per release table, ids not yet renumbered) and each fragment's facts,
+        in fragment order."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine as the factory (anon_duck/backend/__init__.py) sees it: ``accepts`` tells its
+    connection object by its class; ``backend`` wraps one (``job``: the job whose
+    ``[settings]`` hold for the call, or None); ``connect`` opens one for the CLI from ``--db``
+    (a context manager: what it opened it closes)."""
+
+    name: str
+    accepts: Callable[[Any], bool]
+    backend: Callable[[Any, Any], Backend]
+    connect: Callable[..., ContextManager[Any]]

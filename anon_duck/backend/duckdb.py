@@ -5,6 +5,7 @@ import contextlib
 import itertools
 import time
 from decimal import ROUND_CEILING, Decimal
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import duckdb
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..csvoptions import DEFAULT as CSV_DEFAULT
 from ..csvoptions import CsvOptions, duckdb_options
-from ..errors import AnonDuckError
+from ..errors import AnonDuckError, InputError
 from ..names import matches
 from ..sqlrender import render
 
@@ -45,7 +46,7 @@ class DuckDBBackend:
         if shown == (str(value) if name == "threads" else self._formatted([_parse_bytes(str(value))])[0]):
             return
         self._previous[name] = shown
-        self.run(f"settings: {name}", render("util/set_setting.sql.j2", name=name, value=value))
+        self.run(f"settings: {name}", render("engines/duckdb/set_setting.sql.j2", name=name, value=value))
 
     def restore_settings(self) -> None:
         """Give the caller its own settings back: a job's ``[settings]`` hold for one API call,
@@ -56,9 +57,9 @@ class DuckDBBackend:
         reads the same (what a person types: 1GB, 300MB, 4GiB come back exactly) and, when two
         are equally round, to the middle of the interval the text shows (within 0.05 of the unit)."""
         for name, value in self._previous.items():
-            self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name, value=None))
+            self.run(f"settings: restore {name}", render("engines/duckdb/set_setting.sql.j2", name=name, value=None))
             if self._setting(name) != value:
-                self.run(f"settings: restore {name}", render("util/set_setting.sql.j2", name=name,
+                self.run(f"settings: restore {name}", render("engines/duckdb/set_setting.sql.j2", name=name,
                                                                value=self._restorable(name, value)))
         self._previous.clear()
 
@@ -82,11 +83,11 @@ class DuckDBBackend:
         """How DuckDB shows each byte count as a memory_limit (its own ``format_bytes``)."""
         if not byte_counts:
             return []
-        rows = self.rows("settings: format", render("util/format_bytes.sql.j2"), {"counts": byte_counts})
+        rows = self.rows("settings: format", render("engines/duckdb/format_bytes.sql.j2"), {"counts": byte_counts})
         return [text for _, text in rows]
 
     def _setting(self, name: str) -> str:
-        return self.scalar(f"settings: read {name}", render("util/current_setting.sql.j2"), {"name": name})
+        return self.scalar(f"settings: read {name}", render("engines/duckdb/current_setting.sql.j2"), {"name": name})
 
     @contextlib.contextmanager
     def local_copy(self, tables: Sequence[str]) -> Iterator["DuckDBBackend"]:
@@ -104,13 +105,13 @@ class DuckDBBackend:
 
     def in_transaction(self) -> bool:
         """Whether the caller has a transaction open on this connection (see
-        ``util/transaction_id.sql.j2``); asking does not disturb it."""
-        sql = render("util/transaction_id.sql.j2")
+        ``engines/duckdb/transaction_id.sql.j2``); asking does not disturb it."""
+        sql = render("engines/duckdb/transaction_id.sql.j2")
         return self.scalar("transaction: id", sql) == self.scalar("transaction: id", sql)
 
     def writable(self) -> bool:
         """Whether this connection's database can be written (not opened read-only)."""
-        return bool(self.scalar("database: writable", render("util/database_writable.sql.j2")))
+        return bool(self.scalar("database: writable", render("engines/duckdb/database_writable.sql.j2")))
 
     # -- statements --------------------------------------------------------------------
     def _execute(self, stage: str, sql: str, params: Mapping[str, Any] | None):
@@ -154,7 +155,18 @@ class DuckDBBackend:
         try:
             target = (name,) if isinstance(name, str) else tuple(name)
             self.run(f"write {'.'.join(target)}",
-                     render("util/create_table_from_registered.sql.j2", target=target, source=source, columns=casts))
+                     render("engines/duckdb/create_table_from_registered.sql.j2", target=target, source=source, columns=casts))
+        finally:
+            self.con.unregister(source)
+
+    def write_arrow(self, stage: str, target: Sequence[str], arrow: Any) -> None:
+        """A table from an Arrow table, with its types: another engine's release copied here to
+        be exported by DuckDB's writers (that engine's ``local_copy``)."""
+        source = f"_anon_duck_reg_{next(_register_ids)}"
+        self.con.register(source, arrow)
+        try:
+            self.run(stage, render("engines/duckdb/create_table_from_registered.sql.j2", target=tuple(target),
+                                   source=source, columns=[(c, None) for c in arrow.column_names]))
         finally:
             self.con.unregister(source)
 
@@ -165,10 +177,10 @@ class DuckDBBackend:
                   csv: CsvOptions | None = None) -> None:
         options = duckdb_options(csv or CSV_DEFAULT) if fmt == "csv" else {}
         if fmt == "csv":   # only columns that exist can be typed; a missing one is reported by the role checks
-            present = [r[0] for r in self.rows(f"{stage}: sniff", render("inputs/csv_columns.sql.j2", csv=options),
+            present = [r[0] for r in self.rows(f"{stage}: sniff", render("engines/duckdb/csv_columns.sql.j2", csv=options),
                                                {"path": path})]
             text_columns = [found for c in text_columns for found in matches(present, c, case_sensitive=False)]
-        self.run(stage, render("inputs/load_file.sql.j2", target=tuple(target), format=fmt, csv=options,
+        self.run(stage, render("engines/duckdb/load_file.sql.j2", target=tuple(target), format=fmt, csv=options,
                                text_columns=list(dict.fromkeys(text_columns))), {"path": path})
 
     def case_sensitive(self) -> bool:
@@ -176,19 +188,19 @@ class DuckDBBackend:
         return False
 
     def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
-        return {name: typ for name, typ in self.rows(stage, render("inputs/columns.sql.j2", relation=relation))}
+        return {name: typ for name, typ in self.rows(stage, render("engines/duckdb/columns.sql.j2", relation=relation))}
 
     def table_exists(self, name: str) -> bool:
-        return bool(self.scalar("release: exists", render("release/exists.sql.j2"), {"name": name}))
+        return bool(self.scalar("release: exists", render("engines/duckdb/table_exists.sql.j2"), {"name": name}))
 
     def scratch_tables(self, where: Sequence[str]) -> list[str]:
         database, schema, prefix = where
-        return [t for (t,) in self.rows("scratch: list", render("release/scratch_tables.sql.j2"),
+        return [t for (t,) in self.rows("scratch: list", render("engines/duckdb/scratch_tables.sql.j2"),
                                         {"database": database, "schema": schema, "prefix": prefix})]
 
     def scratch_exists(self, name: Sequence[str]) -> bool:
         # rows(), not scalar(): DuckDB 2.0 keeps a fetchone() result open, which blocks register()
-        return bool(self.rows("scratch: exists", render("verify/temp_table_exists.sql.j2"), {"name": name[-1]})[0][0])
+        return bool(self.rows("scratch: exists", render("engines/duckdb/temp_table_exists.sql.j2"), {"name": name[-1]})[0][0])
 
 
 _UNITS = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40, "PiB": 2 ** 50,
@@ -263,3 +275,39 @@ def _interrupts(stage: str) -> Iterator[None]:
         raise KeyboardInterrupt(f"{stage}: interrupted") from err
     except duckdb.Error as err:
         raise AnonDuckError(f"{stage}: {err}") from err
+
+
+def is_connection(con: Any) -> bool:
+    """Whether ``con`` is a DuckDB connection."""
+    return isinstance(con, duckdb.DuckDBPyConnection)
+
+
+def backend(con: duckdb.DuckDBPyConnection, job: Any) -> DuckDBBackend:
+    """The backend of a caller's connection; the job's ``[settings]`` hold for the call."""
+    if job is None:
+        return DuckDBBackend(con)
+    return DuckDBBackend(con, memory_limit=job.settings.memory_limit, threads=job.settings.threads)
+
+
+@contextlib.contextmanager
+def connect(db: str, *, read_only: bool = False, master: str | None = None,
+            missing_ok: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The CLI's connection to the database file ``db`` (``:memory:``: a new database).
+    ``run`` writes the release; verify, report, export and inspect only read, so they open
+    a database file read-only (and work while another process holds it for reading). A file
+    that cannot be opened so (another process writes it, it is not a DuckDB file, no
+    permission) is refused in a sentence saying what the command needed, before any work.
+    ``missing_ok``: a file that does not exist is an empty in-memory database."""
+    if master:
+        raise InputError("--spark-master needs --engine spark")
+    if missing_ok and not Path(db).exists():
+        db = ":memory:"               # nothing to read there, and nothing to write
+    if read_only and db != ":memory:" and not Path(db).is_file():
+        raise InputError(f"--db {db}: no such database file")
+    try:
+        con = duckdb.connect(str(db), read_only=read_only and db != ":memory:")
+    except duckdb.Error as err:
+        need = "read it" if read_only else "write the release into it"
+        raise InputError(f"--db {db}: cannot open the database to {need} (nothing was run): {err}") from err
+    with con:
+        yield con

@@ -7,8 +7,8 @@ anonymized apart by the method as it is, and the fragments' releases are unioned
 ids renumbered (:mod:`.union`). The orchestration around it does not change: the method's
 verifier checks the union, the gate stops a failing one, the publisher writes it. On DuckDB the
 fragments run one after another on the run's connection, so the arrays in Python follow N, not
-the input; on Spark each fragment runs in an executor on its own in-memory DuckDB
-(:mod:`.executors`).
+the input; a backend with the ``anonymize_fragments`` capability runs them its own way (Spark:
+each in an executor on its own in-memory DuckDB, anon_duck/backend/spark/fragments.py).
 
 Only a method that declares a :class:`~anon_duck.methods.base.Partitioning` (its privacy model
 holds per cluster, so a union of disjoint releases keeps it) can run partitioned.
@@ -18,13 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend.base import Backend
-from ..backend.spark import SparkBackend
 from ..errors import JobError
 from ..inputs import Inputs
 from ..job import Job
-from ..methods.base import Method, Partitioning, Progress, Staged
+from ..methods.base import Method, Partitioning, Progress, ReleaseTable, Staged
 from .fragments import Fragments, fragment, restrict, tag
-from .union import collect, combine_facts, renumber
+from .union import collect, combine_facts, renumber, union_table
 
 
 def check(job: Job, method: Method, params: Any) -> None:
@@ -57,16 +56,19 @@ def anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, params
     if fragments.count == 1:
         staged = method.anonymize(backend, job, inputs, params, progress)
         return Staged(staged.tables, combine_facts(partitioning, [staged.facts], fragments, size))
-    if isinstance(backend, SparkBackend):
-        from .executors import anonymize_in_executors
-        return anonymize_in_executors(backend, job, method, inputs, params, fragments, size)
-    return _one_after_another(backend, job, method, partitioning, inputs, params, fragments, size, progress)
+    runner = getattr(backend, "anonymize_fragments", None)     # backend/base.py: FragmentRunner
+    if runner is not None:
+        tables, facts = runner(job, method, inputs, params, fragments)
+    else:
+        tables, facts = _one_after_another(backend, job, method, inputs, params, fragments, progress)
+    return Staged(renumber(backend, partitioning, tables, fragments, job.release.seed),
+                  combine_facts(partitioning, facts, fragments, size))
 
 
-def _one_after_another(backend: Backend, job: Job, method: Method, partitioning: Partitioning, inputs: Inputs,
-                       params: Any, fragments: Fragments, size: int, progress: Progress) -> Staged:
-    """DuckDB alone: each fragment on the run's connection in turn, its staged tables appended
-    to the union before the next fragment's run replaces them."""
+def _one_after_another(backend: Backend, job: Job, method: Method, inputs: Inputs, params: Any,
+                       fragments: Fragments, progress: Progress) -> tuple[list[ReleaseTable], list[dict[str, Any]]]:
+    """Each fragment on the run's connection in turn, its staged tables appended to the union
+    before the next fragment's run replaces them."""
     facts, tables = [], []
     tagged = tag(backend, job, inputs, fragments)
     for f in range(fragments.count):
@@ -76,8 +78,7 @@ def _one_after_another(backend: Backend, job: Job, method: Method, partitioning:
         facts.append(staged.facts)
         tables = staged.tables
     progress("partition: fragments", fragments.count, fragments.count)
-    return Staged(renumber(backend, partitioning, tables, fragments, job.release.seed),
-                  combine_facts(partitioning, facts, fragments, size))
+    return [ReleaseTable(t.suffix, union_table(t.suffix), t.shuffle) for t in tables], facts
 
 
 def _quiet(phase: str, done: int, total: int) -> None:

@@ -23,6 +23,17 @@ def union_table(suffix: str) -> tuple[str, str, str]:
     return scratch(f"part_union_{suffix}")
 
 
+def block_digits(cores: int) -> int:
+    """How many leading hex digits of an id's hash make its block in the renumbering's ranks
+    (sql/partition/id_map.sql.j2): the fewest that give at least four blocks per core, and at
+    least 2. 256 blocks up to 64 cores, 4,096 up to 1,024: the window is spread over every core
+    of a cluster of any size, and what stays in one task is 16^digits block counts."""
+    digits = 2
+    while 16 ** digits < 4 * cores:
+        digits += 1
+    return digits
+
+
 def collect(backend: Backend, tables: Sequence[ReleaseTable], f: int) -> None:
     """Append fragment ``f``'s staged tables to the union tables (fragment 0 creates them)."""
     for t in tables:
@@ -32,20 +43,22 @@ def collect(backend: Backend, tables: Sequence[ReleaseTable], f: int) -> None:
 
 def renumber(backend: Backend, partitioning: Partitioning, tables: Sequence[ReleaseTable], fragments: Fragments,
              seed: int) -> list[ReleaseTable]:
-    """The staged release of the whole input: the union tables with every declared id domain
-    renumbered (sql/partition/id_map.sql.j2, renumber.sql.j2)."""
+    """The staged release of the whole input: the union ``tables`` (each fragment's rows tagged
+    with ``_fragment``) with every declared id domain renumbered (sql/partition/id_map.sql.j2,
+    renumber.sql.j2)."""
+    union = {t.suffix: t.staged for t in tables}
     key = backend.scalar("partition: id key", render("partition/id_key.sql.j2", fragments=fragments.table),
                          {"seed": str(seed)})
     maps: dict[tuple[str, str], tuple[str, ...]] = {}     # (suffix, column) -> its domain's map
     for domain, holders in partitioning.ids.items():
         target = scratch(f"part_ids_{domain}")
         backend.run(f"partition: ids {domain}", render(
-            "partition/id_map.sql.j2", target=target, domain=domain,
-            columns=[(union_table(suffix), column) for suffix, column in holders]), {"key": key})
+            "partition/id_map.sql.j2", target=target, domain=domain, digits=block_digits(backend.threads()),
+            columns=[(union[suffix], column) for suffix, column in holders]), {"key": key})
         maps.update({holder: target for holder in holders})
     out = []
     for t in tables:
-        source = union_table(t.suffix)
+        source = t.staged
         columns = [c for c in backend.columns(f"partition: columns of {t.suffix}", source) if c != "_fragment"]
         target = scratch(f"part_release_{t.suffix}")
         backend.run(f"partition: release {t.suffix}", render(

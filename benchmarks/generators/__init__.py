@@ -20,7 +20,7 @@ from typing import Mapping
 import duckdb
 import numpy as np
 
-from anon_duck.backend import DuckDBBackend
+from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.sqlrender import render
 
 

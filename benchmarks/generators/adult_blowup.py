@@ -13,7 +13,7 @@ def blow_up(backend: DuckDBBackend, job: Job, alpha: int, seed: int = 2009, p: f
             target: tuple[str, ...] = scratch("adult_big")) -> tuple[str, ...]:
     """Write table ``target`` (by default the scratch table ``adult_big``) and return its name."""
     source = scratch("adult_src")
-    backend.run("bench: load", render("inputs/load_file.sql.j2", target=source, format="parquet"),
+    backend.run("bench: load", render("engines/duckdb/load_file.sql.j2", target=source, format="parquet"),
                 {"path": str(job.dataset.source.path)})
     others = [c for c in (job.dataset.class_, job.dataset.sensitive) if c]   # a full-domain job has no sensitive
     backend.run("bench: blow up", render("lkc/blow_up.sql.j2", target=target, relation=source, id="id",

@@ -168,7 +168,7 @@ def test_bench_connections_take_the_memory_limit(monkeypatch):
     from anon_duck.sqlrender import render
     monkeypatch.setattr(cases, "MEMORY_LIMIT", "300MB")
     with cases.connect() as con:
-        shown = con.execute(render("util/current_setting.sql.j2"), {"name": "memory_limit"}).fetchone()[0]
+        shown = con.execute(render("engines/duckdb/current_setting.sql.j2"), {"name": "memory_limit"}).fetchone()[0]
     assert shown == "286.1 MiB"        # DuckDB shows 300 MB in MiB
 
 

@@ -2,6 +2,8 @@
 select pid,
 {% if target.type == 'spark' %}
        array_sort(collect_list(code)) as codes
+{% elif target.type == 'postgres' %}
+       array_agg(code order by code) as codes
 {% else %}
        list(code order by code) as codes
 {% endif %}

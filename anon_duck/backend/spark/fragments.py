@@ -1,43 +1,47 @@
-"""Partitioned anonymization on Spark: every fragment is anonymized inside an executor, by the
-method as it runs on DuckDB, on an in-memory DuckDB connection of its own (docs/scale.md).
+"""Partitioned anonymization on Spark (the backend's ``anonymize_fragments`` capability,
+backend/base.py): every fragment is anonymized inside an executor, by the method as it runs on
+DuckDB, on an in-memory DuckDB connection of its own (docs/scale.md).
 
 The driver writes the inputs' rows as Parquet partitioned by fragment, and the hierarchy
-tables once, under a scratch folder in the warehouse; ``groupBy(fragment).applyInPandas`` hands
-each task one fragment number, and the task reads its rows, runs ``method.anonymize`` through a
+tables once, under a scratch folder in the warehouse; an RDD of the fragment numbers, one
+partition each, hands each task one fragment number (:func:`_in_tasks`), and the task reads its rows, runs ``method.anonymize`` through a
 :class:`~anon_duck.backend.duckdb.DuckDBBackend` and writes each staged table as a Parquet
 file tagged with the fragment, returning only the fragment's facts. The driver reads the files
-back as the union tables (:mod:`.union` renumbers them on Spark), the scratch folder is
+back as the union tables (anon_duck.partition renumbers them on Spark), the scratch folder is
 removed, and the run goes on as any Spark run: the verifier checks the union on Spark before
 anything is published. The folder must be one the executors can read and write (the warehouse
 folder of a local session, or a shared mount on a cluster).
 """
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ..backend.duckdb import DuckDBBackend
-from ..backend.spark import SparkBackend
-from .. import errors
-from ..errors import AnonDuckError, EngineError
-from ..hierarchy import CLOSURE, EDGES, LEVELS, NODES
-from ..inputs import Inputs
-from ..job import Job
-from ..methods import get_method
-from ..methods.base import Method, ReleaseTable, Staged
-from ..scratch import scratch
-from ..sqlrender import render
-from .fragments import Fragments
-from .union import combine_facts, renumber, union_table
+from ... import errors
+from ...errors import AnonDuckError, EngineError
+from ...hierarchy import CLOSURE, EDGES, LEVELS, NODES
+from ...inputs import Inputs
+from ...job import Job
+from ...methods import get_method
+from ...methods.base import Method, ReleaseTable
+from ...scratch import scratch
+from ...sqlrender import render
+from ..base import Backend
+from ..duckdb import DuckDBBackend
+
+if TYPE_CHECKING:
+    from ...partition.fragments import Fragments
 
 HIERARCHY_TABLES = (EDGES, NODES, CLOSURE, LEVELS)
 ROLES = ("input", "codes", "events")     # the scratch names the roles' rows get in an executor
+JOB_GROUP = "anon_duck_partition_fragments"     # the Spark job group the fragments' tasks run in
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,11 @@ class _Task:
     sizes: tuple[int, ...]
 
 
-def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inputs: Inputs, params: Any,
-                           fragments: Fragments, size: int) -> Staged:
-    """The union of the fragments' releases, each made in an executor (see the module)."""
-    spark = backend.spark
+def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Method, inputs: Inputs, params: Any,
+                           fragments: Fragments) -> tuple[list[ReleaseTable], list[dict[str, Any]]]:
+    """The union of the fragments' releases, each made in an executor (see the module): the
+    union tables, ids not yet renumbered, and each fragment's facts in fragment order.
+    ``backend`` is the Spark backend of the session ``spark``."""
     folder = _scratch_folder(spark)
     try:
         relations = {"input": (inputs.person, job.dataset.id), "codes": (inputs.codes, "id"),
@@ -69,30 +74,28 @@ def anonymize_in_executors(backend: SparkBackend, job: Job, method: Method, inpu
                 fragments=fragments.table, ordered=False))
             rows = spark.table(tagged[-1])
             # one task writes all of a fragment's rows: partitionBy alone writes a file for every
-            # (task, fragment) pair that meets, up to tasks × fragments files on a large input
-            rows.repartition("_fragment").write.partitionBy("_fragment").parquet(str(folder / role))
+            # (task, fragment) pair that meets, up to tasks × fragments files on a large input; as
+            # many tasks as cores, a number adaptive execution keeps (it coalesces an unnumbered one)
+            rows.repartition(spark.sparkContext.defaultParallelism, "_fragment").write.partitionBy(
+                "_fragment").parquet(str(folder / role))
             rows.drop("_fragment").limit(0).coalesce(1).write.parquet(str(folder / "empty" / role))
         hierarchies = tuple(t[-1] for t in HIERARCHY_TABLES if backend.scratch_exists(t))
         for name in hierarchies:
             spark.table(name).coalesce(1).write.parquet(str(folder / "hierarchy" / name))
         task = _Task(str(folder), job, params, roles, hierarchies, tuple(fragments.sizes))
-        numbers = spark.createDataFrame([(f,) for f in range(fragments.count)], "fragment bigint")
-        done = numbers.groupBy("fragment").applyInPandas(
-            _in_executor(task), "fragment bigint, facts string, tables string, error string").collect()
-        done = sorted(done, key=lambda r: r["fragment"])
+        done = _in_tasks(spark, task, fragments.count)
         for r in done:
             if r["error"] is not None:     # the method's own error (infeasible k, bad input), as on DuckDB
                 kind, _, message = r["error"].partition(": ")
                 raise getattr(errors, kind, AnonDuckError)(f"fragment {r['fragment']} of {fragments.count}: {message}")
-        tables = [ReleaseTable(suffix, union_table(suffix), shuffle)
+        tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle)
                   for suffix, shuffle in json.loads(done[0]["tables"])]
         for t in tables:
             union = spark.read.parquet(str(folder / "out" / t.suffix))
             union.localCheckpoint(eager=True).createOrReplaceTempView(t.staged[-1])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return Staged(renumber(backend, method.partitioning, tables, fragments, job.release.seed),
-                  combine_facts(method.partitioning, [json.loads(r["facts"]) for r in done], fragments, size))
+    return tables, [json.loads(r["facts"]) for r in done]
 
 
 def _scratch_folder(spark: Any) -> Path:
@@ -108,21 +111,26 @@ def _scratch_folder(spark: Any) -> Path:
     return folder
 
 
-def _in_executor(task: _Task) -> Any:
-    """The function a task runs, typed as pandas in and out (what applyInPandas expects)."""
-    import pandas as pd
+def _in_tasks(spark: Any, task: _Task, count: int) -> list[dict[str, Any]]:
+    """Fragments 0 .. count - 1, each run by :func:`_run_fragment` in a task of its own, as many
+    at a time as the executors have cores; their answers in fragment order. The fragments are
+    the partitions of an RDD made with one partition each: nothing is shuffled, so adaptive
+    query execution has no small shuffle to coalesce (a ``groupBy(fragment).applyInPandas`` ran
+    every fragment in one task with it on, issue #31). The jobs run in the job group
+    :data:`JOB_GROUP`, so a status tracker can find their stages."""
+    context = spark.sparkContext
+    previous = context.getLocalProperty("spark.jobGroup.id")
+    context.setJobGroup(JOB_GROUP, f"anon_duck: {count} fragments, one task each")
+    try:
+        done = context.parallelize(range(count), count).map(functools.partial(_run_fragment, task)).collect()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", previous)
+    return sorted(done, key=lambda r: r["fragment"])
 
-    def run(rows: pd.DataFrame) -> pd.DataFrame:
-        return _run_fragment(task, rows)
-    return run
 
-
-def _run_fragment(task: _Task, rows: Any) -> Any:
-    """One executor task: fragment ``rows['fragment'][0]`` anonymized on its own in-memory
-    DuckDB; its staged tables go to Parquet files, its facts come back as JSON."""
-    import pandas as pd
-
-    f = int(rows["fragment"].iloc[0])
+def _run_fragment(task: _Task, f: int) -> dict[str, Any]:
+    """One executor task: fragment ``f`` anonymized on its own in-memory DuckDB; its staged
+    tables go to Parquet files, its facts come back as JSON, a method's refusal as its error."""
     folder = Path(task.folder)
     with duckdb.connect() as con:
         backend = DuckDBBackend(con, threads=1)
@@ -141,12 +149,11 @@ def _run_fragment(task: _Task, rows: Any) -> Any:
         try:
             staged = method.anonymize(backend, task.job, inputs, task.params, lambda *_: None)
         except AnonDuckError as err:
-            return pd.DataFrame({"fragment": [f], "facts": [None], "tables": [None],
-                                 "error": [f"{type(err).__name__}: {err}"]})
+            return {"fragment": f, "facts": None, "tables": None, "error": f"{type(err).__name__}: {err}"}
         for t in staged.tables:
             out = folder / "out" / t.suffix
             out.mkdir(parents=True, exist_ok=True)
             backend.run(f"partition: write {t.suffix}", render("partition/write_fragment.sql.j2", source=t.staged,
                                                                fragment=f), {"path": str(out / f"{f}.parquet")})
-    return pd.DataFrame({"fragment": [f], "facts": [json.dumps(staged.facts)],
-                         "tables": [json.dumps([(t.suffix, t.shuffle) for t in staged.tables])], "error": [None]})
+    return {"fragment": f, "facts": json.dumps(staged.facts),
+            "tables": json.dumps([(t.suffix, t.shuffle) for t in staged.tables]), "error": None}

@@ -1,0 +1,157 @@
+"""The PostgreSQL engine (issue #33, docs/postgres.md), on a throwaway server the suite starts
+(tests/pg_server.py): every toy job publishes on PostgreSQL a release with DuckDB's verdicts
+and DuckDB's export, the CLI runs with ``--engine postgres``, the caller's connection is left
+as it was, publication is one transaction, and a role that may not CREATE is refused first."""
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import pytest
+
+import anon_duck
+from anon_duck.backend import backend_for
+from anon_duck.errors import AnonDuckError, InputError
+from anon_duck.job import load_job
+from anon_duck.jobspec import Settings
+
+from conftest import JOBS
+
+TOY_JOBS = sorted(p.name for p in JOBS.glob("toy_*.toml")) + sorted(p.name for p in JOBS.glob("*_toy.toml"))
+
+
+def _verdicts(checks):
+    return [(c.name, c.passed, c.n_violations) for c in checks]
+
+
+@pytest.mark.parametrize("job_file", TOY_JOBS)
+def test_a_toy_job_on_postgres_verifies_and_exports_what_duckdb_exports(pg, job_file, tmp_path):
+    job = load_job(JOBS / job_file)
+    on_pg = anon_duck.run(pg, job)
+    duck = duckdb.connect()
+    on_duckdb = anon_duck.run(duck, job)
+    assert on_pg.verified and on_pg.tables == on_duckdb.tables
+    assert _verdicts(anon_duck.verify(pg, job)) == _verdicts(anon_duck.verify(duck, job))
+    files = {name: anon_duck.export(c, job, tmp_path / f"{name}.csv") for name, c in (("pg", pg), ("duckdb", duck))}
+    assert [f.name for f in files["pg"]] == [f.name for f in files["duckdb"]]
+    for mine, theirs in zip(files["pg"], files["duckdb"]):
+        assert mine.read_bytes() == theirs.read_bytes(), mine.name
+    assert not backend_for(pg).scratch_tables(("temp", "main", "_ad_"))     # the session's scratch is gone
+    assert not pg.info.transaction_status                                    # and no transaction is left open
+
+
+def test_the_cli_runs_verifies_reports_and_exports_on_postgres(pg, tmp_path, capsys):
+    from anon_duck.cli import main
+
+    job = str(JOBS / "toy_fulldomain.toml")
+    db = ["--engine", "postgres", "--db", pg.info.dsn]
+    assert main(["run", job, *db]) == 0
+    assert main(["verify", job, *db]) == 0
+    assert "k_anonymity: pass" in capsys.readouterr().out
+    assert main(["report", job, "--json", *db]) == 0
+    for command in (["risk", job], ["inspect", job], ["sweep", job, "--k", "2,3"]):
+        assert main([*command, *db]) == 0, command
+    assert main(["export", job, *db, "--to", str(tmp_path / "pg.csv")]) == 0
+    duck = str(tmp_path / "d.duckdb")
+    assert main(["run", job, "--db", duck]) == 0
+    assert main(["export", job, "--db", duck, "--to", str(tmp_path / "duckdb.csv")]) == 0
+    exported = sorted(p.name for p in (tmp_path / "duckdb.csv").iterdir())
+    assert exported == sorted(p.name for p in (tmp_path / "pg.csv").iterdir()) and exported
+    for name in exported:
+        assert (tmp_path / "pg.csv" / name).read_bytes() == (tmp_path / "duckdb.csv" / name).read_bytes(), name
+
+
+def test_a_partitioned_run_on_postgres_publishes_what_duckdb_publishes(pg, tmp_path):
+    job = load_job(JOBS / "disassociation_toy.toml")
+    job = dataclasses.replace(job, settings=Settings(partition_size=6))
+    on_pg = anon_duck.run(pg, job)
+    assert on_pg.verified and on_pg.facts["partition"]["fragments"] == 2
+    duck = duckdb.connect()
+    anon_duck.run(duck, job)
+    for name, c in (("pg", pg), ("duckdb", duck)):
+        anon_duck.export(c, job, tmp_path / f"{name}.csv")
+    for table in on_pg.tables:
+        assert (tmp_path / "pg.csv" / f"{table}.csv").read_bytes() == \
+            (tmp_path / "duckdb.csv" / f"{table}.csv").read_bytes(), table
+
+
+def test_the_callers_transaction_and_autocommit_are_left_alone(pg):
+    job = load_job(JOBS / "toy_fulldomain.toml")
+    pg.execute("CREATE TABLE mine (x int)")          # opens the caller's transaction (autocommit off)
+    with pytest.raises(InputError, match="transaction open"):
+        anon_duck.run(pg, job)
+    assert pg.info.transaction_status                # still open: nothing of ours ran in it
+    pg.rollback()
+    assert anon_duck.run(pg, job).verified
+    assert pg.autocommit is False and not pg.info.transaction_status
+
+
+def test_publication_is_one_transaction(pg, monkeypatch):
+    """A failure half-way through publishing leaves the previous release whole."""
+    from anon_duck.backend.postgres.backend import PostgresBackend
+
+    job = load_job(JOBS / "toy_fulldomain.toml")
+    anon_duck.run(pg, job)
+    before = pg.execute('SELECT * FROM "toy_k2_release" ORDER BY 1, 2, 3, 4').fetchall()
+    pg.rollback()
+    real = PostgresBackend.run
+
+    def failing(self, stage, sql, params=None):
+        if stage.startswith("publish") and "meta" in stage:
+            raise AnonDuckError("disk full")
+        return real(self, stage, sql, params)
+    monkeypatch.setattr(PostgresBackend, "run", failing)
+    with pytest.raises(AnonDuckError, match="disk full"):
+        anon_duck.run(pg, job.with_params(k=3))
+    monkeypatch.undo()
+    assert pg.execute('SELECT * FROM "toy_k2_release" ORDER BY 1, 2, 3, 4').fetchall() == before
+    pg.rollback()
+
+
+def test_a_role_without_create_is_refused_naming_the_privilege(pg):
+    import psycopg
+
+    pg.autocommit = True
+    pg.execute("CREATE ROLE reader LOGIN")
+    pg.execute("CREATE SCHEMA locked")
+    pg.execute("GRANT USAGE ON SCHEMA locked TO reader")
+    pg.execute("ALTER ROLE reader SET search_path = locked")
+    dsn = pg.info.dsn.replace("user=postgres", "user=reader")
+    with psycopg.connect(dsn) as reader:
+        with pytest.raises(InputError, match=r"schema 'locked': the role 'reader' lacks the CREATE privilege"):
+            anon_duck.run(reader, load_job(JOBS / "toy_fulldomain.toml"))
+    pg.execute("DROP SCHEMA locked")
+    pg.execute("DROP OWNED BY reader")
+    pg.execute("DROP ROLE reader")
+
+
+@pytest.mark.parametrize("method", ["fulldomain", "disassociation"])
+def test_an_omop_cdm_in_a_postgres_schema_runs_in_place_and_verifies(pg, method):
+    """``[input.omop] schema = "cdm"``: the CDM's tables read where they are, the run's facts
+    those of DuckDB's run on the same tables in a schema of its own, and the CDM unchanged."""
+    from anon_duck.job import parse_job
+
+    from conftest import FIXTURES
+    backend = backend_for(pg)
+    pg.autocommit = True
+    pg.execute("CREATE SCHEMA cdm")
+    tables = ("person", "condition_occurrence", "concept", "concept_ancestor", "location")
+    for table in tables:
+        backend.load_file("test: load", ("temp", "main", "_ad_cdm"), str(FIXTURES / "omop" / f"{table}.csv"), "csv", [])
+        pg.execute(f'CREATE TABLE cdm."{table}" AS SELECT * FROM pg_temp."_ad_cdm"')
+        pg.execute('DROP TABLE pg_temp."_ad_cdm"')
+    pg.autocommit = False
+    counts = {t: pg.execute(f'SELECT count(*) FROM cdm."{t}"').fetchone() for t in tables}
+    pg.rollback()
+    text = (JOBS / f"omop_{method}.toml").read_text().replace('path = "../omop"', 'schema = "cdm"')
+    job = parse_job(text, base_dir=JOBS)
+    on_pg = anon_duck.run(pg, job)
+    assert on_pg.verified and all(c.passed for c in anon_duck.verify(pg, job))
+    duck = duckdb.connect()
+    duck.execute("CREATE SCHEMA cdm")
+    for table in tables:
+        duck.execute(f"CREATE TABLE cdm.{table} AS SELECT * FROM read_csv(?, header = true)",
+                     [str(FIXTURES / "omop" / f"{table}.csv")])
+    assert on_pg.facts == anon_duck.run(duck, job).facts
+    assert {t: pg.execute(f'SELECT count(*) FROM cdm."{t}"').fetchone() for t in tables} == counts
+    pg.rollback()
