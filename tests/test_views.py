@@ -216,7 +216,7 @@ def test_the_support_check_reads_a_seeded_sample_and_catches_a_change_in_it():
     """verify checks ``<release>_support`` on the rows of 16 codes drawn by the release seed
     (md5 order): a view whose rows differ for a drawn code fails, and the draw is the same on
     every verify."""
-    from anon_duck.api import _view_sample
+    from anon_duck.release.views import view_sample as _view_sample
     from anon_duck.backend.duckdb import DuckDBBackend
     con, job = duckdb.connect(), load_job(JOBS / "omop_disassociation.toml")
     anon_duck.run(con, job)
