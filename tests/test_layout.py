@@ -87,3 +87,28 @@ def test_the_commit_msg_hook_keeps_subjects_short(tmp_path, message, ok):
     proc = subprocess.run(["bash", str(REPO / ".githooks" / "commit-msg"), str(tmp_path / "MSG")],
                           capture_output=True, text=True)
     assert (proc.returncode == 0) == ok, proc.stderr
+
+
+def _extras() -> dict[str, list[str]]:
+    import tomllib
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
+def test_every_extra_that_installs_dbt_caps_dbt_core_below_1_12():
+    """Issue #29 item 2: `pip install -e ".[spark]"` alone failed on a machine that reaches only
+    the package index: dbt-spark let pip take dbt-core 1.12, whose parser build downloads from
+    elsewhere. Each extra that pulls a dbt adapter caps dbt-core itself."""
+    for name, requirements in _extras().items():
+        if any(r.startswith("dbt-") and not r.startswith("dbt-core") for r in requirements):
+            assert "dbt-core>=1.11,<1.12" in requirements, name
+
+
+def test_the_test_extras_leave_numpy_as_the_base_install_has_it():
+    """Issue #29 item 3: pycanon pins numpy 2.0.2, so an extra the README's test command
+    installs must not pull it (the suite would test a numpy users do not have); it is a bench peer."""
+    readme = (REPO / "README.md").read_text()
+    installed = re.search(r'pip install -e "\.\[([\w,-]+)\]" && python -m pytest', readme).group(1).split(",")
+    extras = _extras()
+    for name in installed:
+        assert not [r for r in extras[name] if r.startswith(("pycanon", "anonypy"))], name
+    assert any(r.startswith("pycanon") for r in extras["bench"])
