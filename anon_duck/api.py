@@ -218,6 +218,8 @@ def release_report(con: Connection, job: Job) -> dict[str, Any]:
     release side by side, the loss per attribute, and the method's measures (those of
     :func:`report`) each with what it means and which paper defines it."""
     from .reports import document, loss, risk
+    from .reports.provenance import provenance
+    from .reports.retention import retention_section
     method = get_method(job.method)
     params = method.check_params(job)
     with _session(con, job) as backend:
@@ -226,7 +228,9 @@ def release_report(con: Connection, job: Job) -> dict[str, Any]:
         out = _method_report(backend, job, inputs, tables, params)
         meta = _meta(backend, job.release.name)
         return document.build(meta=meta, report=out, risk=risk.risk_section(backend, job, inputs, tables),
-                              loss=loss.attribute_loss(backend, job, inputs, tables, meta["facts"], out))
+                              loss=loss.attribute_loss(backend, job, inputs, tables, meta["facts"], out),
+                              retention=retention_section(backend, tables),
+                              provenance=provenance(backend, job, inputs, tables))
 
 
 def _meta(backend: Backend, name: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from ..columns import bounds
 from ..hierarchy import LEVELS, NODES
 from ..inputs import Inputs, prepare
 from ..job import Job
+from ..retention import qi_retention
 from ..scratch import scratch
 from ..sqlrender import render
 from ..verifiers import CheckResult, k_anonymity, suppression
@@ -96,7 +97,7 @@ class FullDomain:
                  "nodes_checked": best.nodes_checked, "lattice_size": best.nodes_total}
         if params.suppression_limit:
             facts["suppressed"] = best.suppressed
-        return Staged([ReleaseTable("release", target)], facts)
+        return Staged([ReleaseTable("release", target), qi_retention(backend, job, inputs, target)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: FullDomainParams) -> list[CheckResult]:
