@@ -146,6 +146,8 @@ def release_report(con: Connection, job: Job) -> dict[str, Any]:
     release side by side, the loss per attribute, and the method's measures (those of
     :func:`report`) each with what it means and which paper defines it."""
     from .reports import document, loss, risk as risk_report
+    from .reports.provenance import provenance
+    from .reports.retention import retention_section
     method = get_method(job.method)
     params = method.check_params(job)
     with session(con, job) as backend:
@@ -154,7 +156,9 @@ def release_report(con: Connection, job: Job) -> dict[str, Any]:
         out = _method_report(backend, job, inputs, tables, params)
         meta = release.read_meta(backend, job.release.name)
         return document.build(meta=meta, report=out, risk=risk_report.risk_section(backend, job, inputs, tables),
-                              loss=loss.attribute_loss(backend, job, inputs, tables, meta["facts"], out))
+                              loss=loss.attribute_loss(backend, job, inputs, tables, meta["facts"], out),
+                              retention=retention_section(backend, tables),
+                              provenance=provenance(backend, job, inputs, tables))
 
 
 def sweep(con: Connection, job: Job, param: str, values: Sequence[Any], *, progress: Progress | None = None,

@@ -207,6 +207,7 @@ def _report(args: argparse.Namespace) -> int:
     _html_first(args)
     with _connect(args, read_only=True) as con:
         doc = api.release_report(con, job)
+    doc["provenance"]["job_file"] = str(Path(args.job).resolve())
     _emit(args, doc, text.summary, html.report_page)
     return 0
 

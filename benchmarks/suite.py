@@ -81,6 +81,17 @@ PLAN: tuple[Step, ...] = (
     Step("spark_part", "Spark local[2] beside DuckDB: partitioned disassociation of BMS-WebView-1 ×20, partitioned "
          "ArtUC of INFORMS-like ×10", SPARK_PART, scale=10),
 )
+# Issue #31: every method on an OMOP CDM shaped like a health system's (benchmarks/omop_cases.py:
+# 10,000 persons at scale 1, ~50 condition events each over 2,000 concepts; run, verify, risk and
+# report timed; partitioned from 100K persons on)
+OMOP_CDM = tuple(f"omop_cdm_{m}" for m in ("fulldomain", "lkc", "disassociation", "longitudinal", "artuc"))
+PLAN += (
+    Step("omop_cdm_10k", "Every method on an OMOP-shaped CDM: 10K persons, 0.5M condition events", OMOP_CDM),
+    Step("omop_cdm_100k", "Every method on an OMOP-shaped CDM: 100K persons, 5M condition events", OMOP_CDM,
+         scale=10),
+    Step("omop_cdm_1m", "Every method on an OMOP-shaped CDM: 1M persons, 50M condition events", OMOP_CDM,
+         scale=100),
+)
 GROWTH = ("spark_1m", ("spark", "spark_part"))
 """The step at scale 1 and the steps at scale 10 whose ratios are the growth from 1M to 10M rows
 (:func:`growth_markdown`)."""

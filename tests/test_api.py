@@ -39,14 +39,14 @@ def test_run_publishes_a_verified_release_without_ids(con, job_file):
     _load_toy(con)
     before = table_fingerprint(con, "patients")
     result = anon_duck.run(con, job)
-    assert result.verified and result.tables == ["toy_k2_release"]
+    assert result.verified and result.tables == ["toy_k2_release", "toy_k2_qi_retention"]
     assert table_fingerprint(con, "patients") == before          # the source is never modified
     cols = [r[0] for r in con.execute("DESCRIBE toy_k2_release").fetchall()]
     assert "pid" not in cols and "name" not in cols               # no id, no dropped column
     assert {"age", "age__lo", "age__hi", "sex", "zip", "disease"} == set(cols)
     sizes = con.execute("SELECT count(*) FROM toy_k2_release GROUP BY age, sex, zip").fetchall()
     assert min(s[0] for s in sizes) >= 2
-    assert user_tables(con) == {"patients", "toy_k2_release", "toy_k2_meta", "toy_k2"}   # no scratch left behind
+    assert user_tables(con) == {"patients", "toy_k2_release", "toy_k2_qi_retention", "toy_k2_meta", "toy_k2"}   # no scratch left behind
     meta = dict(con.execute("SELECT key, value FROM toy_k2_meta WHERE key <> 'table'").fetchall())
     assert meta["method"] == "fulldomain" and meta["seed"] == "1" and meta["anon_duck_version"] == anon_duck.__version__
     assert '"k_anonymity": true' in meta["verified"]
@@ -176,7 +176,7 @@ def test_failure_while_publishing_leaves_the_old_release(con, job_file, monkeypa
     with pytest.raises(type(failure)):
         anon_duck.run(con, job.with_params(k=3))
     assert table_fingerprint(con, "toy_k2_release") == old
-    assert user_tables(con) == {"toy_k2_release", "toy_k2_meta", "toy_k2"}
+    assert user_tables(con) == {"toy_k2_release", "toy_k2_qi_retention", "toy_k2_meta", "toy_k2"}
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp'").fetchone()[0] == 0
 
 
@@ -185,12 +185,14 @@ def test_export_writes_only_release_tables(con, job_file, tmp_path):
     _load_toy(con)
     anon_duck.run(con, job)
     files = anon_duck.export(con, job, tmp_path / "out")
-    assert sorted(p.name for p in files) == ["toy_k2.parquet", "toy_k2_meta.parquet", "toy_k2_release.parquet"]
+    assert sorted(p.name for p in files) == ["toy_k2.parquet", "toy_k2_meta.parquet", "toy_k2_qi_retention.parquet",
+                                             "toy_k2_release.parquet"]
     cols = [r[0] for r in duckdb.sql(f"DESCRIBE SELECT * FROM '{files[0]}'").fetchall()]
     assert "pid" not in cols and "name" not in cols
     db = anon_duck.export(con, job, tmp_path / "rel.duckdb")[0]
     with duckdb.connect(str(db)) as out:
-        assert {r[0] for r in out.execute("SHOW TABLES").fetchall()} == {"toy_k2_release", "toy_k2_meta", "toy_k2"}
+        assert {r[0] for r in out.execute("SHOW TABLES").fetchall()} == {"toy_k2_release", "toy_k2_qi_retention", "toy_k2_meta",
+                                                                         "toy_k2"}
     csv = anon_duck.export(con, job, tmp_path / "csv_out.csv")
     assert all(p.suffix == ".csv" and p.parent.name == "csv_out.csv" and p.exists() for p in csv)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["csv_out.csv", "out", "rel.duckdb"]   # no partial left

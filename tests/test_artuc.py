@@ -71,7 +71,8 @@ def test_release_holds_no_person_data(con, toy):
                         "['John','Steve','Mary','Zoe','Luke','Jim','Nicky','Chris'], origin)").fetchone()[0]
     assert names == 0
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
-    assert tables == {f"artuc_toy_{s}" for s in ("release", "records", "classes", "tokens", "record_tokens", "meta")}
+    assert tables == {f"artuc_toy_{s}" for s in ("release", "records", "classes", "tokens", "record_tokens",
+                                                     "retention", "qi_retention", "meta")}
 
 
 def _toy_algorithm(con, job, **overrides) -> tuple[ArtUC, object]:

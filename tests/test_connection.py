@@ -210,7 +210,7 @@ def test_export_writes_the_path_it_is_given_and_lists_the_files(tmp_path):
     printed = proc.stdout.splitlines()
     assert printed[:-1] == sorted(str(p) for p in (tmp_path / "cli").iterdir()) or \
         sorted(printed[:-1]) == sorted(str(p) for p in (tmp_path / "cli").iterdir())
-    assert printed[-1].startswith("(export of release toy_k2: 3 file(s)")
+    assert printed[-1].startswith("(export of release toy_k2: 4 file(s)")
 
 
 def _toy_with(con, tmp_path, edit) -> "anon_duck.job.Job":

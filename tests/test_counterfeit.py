@@ -406,7 +406,7 @@ def test_release_hides_counterfeits(con, job_file):
     assert con.execute("SELECT count(*), count(DISTINCT t) FROM toy_counterfeit_release t "
                        "WHERE class_id = 1 AND disease = 'Diabetes'").fetchone() == (2, 1)
     assert user_tables(con) == {"toy_counterfeit", "toy_counterfeit_release", "toy_counterfeit_catalog",
-                                "toy_counterfeit_truthful", "toy_counterfeit_meta"}
+                                "toy_counterfeit_truthful", "toy_counterfeit_qi_retention", "toy_counterfeit_meta"}
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '\\_ad\\_%' ESCAPE '\\'").fetchone() == (0,)
 
 

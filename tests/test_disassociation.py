@@ -233,7 +233,10 @@ def test_release_has_no_ids_and_unlinkable_deterministic_sub_ids(con):
     cols = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name LIKE 'toy_dis_%'"
                                       " AND table_name <> 'toy_dis_meta'").fetchall()}
     assert cols == {"cluster_id", "n_records", "joint_id", "chunk_id", "sub_id", "codes", "code",
-                    "code_a", "code_b", "support"}       # the last three: the support view's
+                    "code_a", "code_b", "support",       # these three: the support view's
+                    "code_label",                        # the terms view's labels, and the retention counts
+                    "persons_input", "persons_exact", "persons_generalized", "persons_without_count",
+                    "persons_dropped"}
     values = {str(v) for (v,) in con.execute("SELECT unnest(codes) FROM toy_dis_record_chunks").fetchall()}
     assert not any(v.startswith("r") for v in values)
     anon_duck.run(con, job)

@@ -105,7 +105,8 @@ def test_failed_run_publishes_nothing_and_keeps_the_source(con, job_file):
         anon_duck.run(con, job.with_params(K=12))
     assert con.execute("SELECT count(*) FROM lkc_toy_release").fetchone() == good   # old release intact
     assert table_fingerprint(con, "patients") == before
-    assert user_tables(con) == {"patients", "lkc_toy", "lkc_toy_release", "lkc_toy_cut", "lkc_toy_trace", "lkc_toy_meta"}
+    assert user_tables(con) == {"patients", "lkc_toy", "lkc_toy_release", "lkc_toy_cut", "lkc_toy_trace",
+                                "lkc_toy_qi_retention", "lkc_toy_meta"}
 
 
 def test_hostile_identifiers(con, job_file):

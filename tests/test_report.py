@@ -22,7 +22,7 @@ from anon_duck.sqlrender import recording
 from conftest import JOBS, user_tables
 
 TOY = str(JOBS / "toy_fulldomain.toml")
-SECTIONS = {"summary", "risk", "classes", "loss", "measures", "workloads"}
+SECTIONS = {"summary", "provenance", "risk", "classes", "loss", "retention", "measures", "workloads"}
 
 
 class Page(HTMLParser):
@@ -92,7 +92,7 @@ def test_json_is_the_documented_nested_schema(toy_db, capsys):
     assert main(["report", TOY, "--db", toy_db, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"schema", "release", "method", "params", "seed", "anon_duck_version", "checks", "facts", "risk",
-                        "loss", "headline", "measures", "workloads", "notes"}
+                        "loss", "headline", "measures", "workloads", "notes", "retention", "provenance"}
     assert doc["schema"] == "anon_duck.report/1" and doc["params"] == {"k": 2} and doc["seed"] == "1"
     assert doc["checks"] == {"verified": {"k_anonymity": True}, "verdict": "pass"}
     assert set(doc["risk"]) == {"model", "k", "thresholds", "before", "after"} and doc["risk"]["k"] == 2
@@ -116,8 +116,9 @@ def test_json_is_the_documented_nested_schema(toy_db, capsys):
 def test_terminal_report_is_a_summary_not_a_dump(toy_db, capsys):
     assert main(["report", TOY, "--db", toy_db]) == 0
     text = capsys.readouterr().out
+    # 30 lines of measures and risk, then the QIs' retention (one line per QI and level)
     assert "verifier at publication: PASS" in text and "Normalized Certainty Penalty" in text
-    assert "per_query" not in text and "ncp.per_attribute" not in text and len(text.splitlines()) < 32
+    assert "per_query" not in text and "ncp.per_attribute" not in text and len(text.splitlines()) < 40
     assert text.splitlines()[2].startswith("headline loss: LM ")       # the headline, under the verdict
 
 
@@ -216,7 +217,7 @@ def test_sweep_cli_prints_progress_and_writes_the_curve(toy_db, tmp_path, capsys
     assert page.sections == {"curve", "points"} and page.figures == {"fig-sweep"}
     assert all(u.startswith("#") for u in page.urls)
     with duckdb.connect(toy_db, read_only=True) as con:
-        assert user_tables(con) == {"toy_k2", "toy_k2_release", "toy_k2_meta"}
+        assert user_tables(con) == {"toy_k2", "toy_k2_release", "toy_k2_qi_retention", "toy_k2_meta"}
 
 
 @pytest.mark.parametrize("values, named", [("0", "'0'"), ("2,-1", "'-1'"), ("2,x", "'x'")])

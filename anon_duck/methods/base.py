@@ -28,12 +28,16 @@ class ReleaseTable:
     columns, left to right (sql/lib/release_order.jinja). ``repeats`` says that most rows
     have identical copies (a generalized release): publication then orders the distinct rows
     and repeats each, the same rows in the same order at a fraction of the cost on such a
-    table and twice the cost on a table of distinct rows."""
+    table and twice the cost on a table of distinct rows. ``sums`` names the key columns of a
+    table of counts that add up over disjoint fragments of the persons (the retention tables,
+    anon_duck/retention.py): a partitioned run groups the fragments' rows by them and sums the
+    other columns."""
 
     suffix: str
     staged: tuple[str, ...]
     shuffle: bool = True
     repeats: bool = False
+    sums: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from ..hierarchy import LEVELS, NODES
 from ..inputs import Inputs, prepare
 from ..errors import InfeasibleError
 from ..job import Job
+from ..retention import qi_retention
 from ..scratch import scratch
 from ..sqlrender import render
 from ..verifiers import CheckResult, k_anonymity, suppression
@@ -141,7 +142,7 @@ class FullDomain:
         if params.suppression_limit:
             facts["suppressed"] = best.suppressed
         facts |= params.models.facts()
-        return Staged([ReleaseTable("release", target)], facts)
+        return Staged([ReleaseTable("release", target), qi_retention(backend, job, inputs, target)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: FullDomainParams) -> list[CheckResult]:

@@ -61,10 +61,15 @@ def renumber(backend: Backend, partitioning: Partitioning, tables: Sequence[Rele
         source = t.staged
         columns = [c for c in backend.columns(f"partition: columns of {t.suffix}", source) if c != "_fragment"]
         target = scratch(f"part_release_{t.suffix}")
-        backend.run(f"partition: release {t.suffix}", render(
-            "partition/renumber.sql.j2", target=target, source=source, columns=columns,
-            maps={c: maps[(t.suffix, c)] for c in columns if (t.suffix, c) in maps}))
-        out.append(ReleaseTable(t.suffix, target, t.shuffle))
+        if t.sums:      # counts over disjoint fragments of the persons: their sum per key
+            backend.run(f"partition: sums {t.suffix}", render(
+                "partition/sum_union.sql.j2", target=target, source=source, keys=list(t.sums),
+                values=[c for c in columns if c not in t.sums]))
+        else:
+            backend.run(f"partition: release {t.suffix}", render(
+                "partition/renumber.sql.j2", target=target, source=source, columns=columns,
+                maps={c: maps[(t.suffix, c)] for c in columns if (t.suffix, c) in maps}))
+        out.append(ReleaseTable(t.suffix, target, t.shuffle, sums=t.sums))
     return out
 
 

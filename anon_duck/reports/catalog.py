@@ -48,7 +48,10 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
                   "(UL_sup)", SEED_000 + " Def. 5-6"),
     Measure("UL_gen", "Utility loss from generalizing codes into tokens", SEED_000 + " Def. 5"),
     Measure("UL_sup", "Utility loss from suppressed code occurrences, per published record", SEED_000 + " Def. 6"),
-    Measure("suppressed codes", "Share of distinct diagnosis codes removed from the release (%)", SEED_000),
+    Measure("codes absent", "Share of the input's distinct diagnosis codes that no published token covers (%): "
+                            "every occurrence suppressed by GenDiag, or held only by suppressed records", SEED_000),
+    Measure("S", "GenDiag's suppressed codes: (cluster, code) pairs removed, summed over the clusters (a count, "
+                 "not a share: one code suppressed in ten clusters counts ten times)", SEED_000 + " Requirement 4"),
     Measure("suppression rate", "Share of distinct diagnosis codes removed from the release", SEED_001 + " Fig. 14"),
     Measure("ARE W1", "ARE of COUNT queries for frequent code sets (1-4 codes) on the release", SEED_001 + " Def. 2"),
     Measure("ARE W2", "ARE of COUNT queries for random code sets (1-4 codes) on the release", SEED_001 + " Def. 2"),
@@ -83,7 +86,7 @@ Path = tuple[str, ...]
 _GENERALIZED: list[tuple[str, Path]] = [("NCP", ("ncp", "ncp")), ("DM", ("discernibility", "dm")),
                                         ("C_avg/k", ("discernibility", "c_avg_norm")), ("ARE", ("are", "are"))]
 _ARTUC: list[tuple[str, Path]] = [("NCP", ("ncp",)), ("UL", ("ul",)), ("UL_gen", ("ul_gen",)), ("UL_sup", ("ul_sup",)),
-                                  ("suppressed codes", ("suppressed_codes_pct",)),
+                                  ("codes absent", ("absent_codes_pct",)), ("S", ("suppressed_codes",)),
                                   ("ARE demographics (W1)", ("are", "W1")),
                                   ("ARE demographic + code (W2)", ("are", "W2")), ("ARE codes (W3)", ("are", "W3"))]
 METHOD_MEASURES: dict[str, list[tuple[str, Path]]] = {

@@ -15,7 +15,8 @@ HISTOGRAM_BINS = 10
 
 
 def build(*, meta: Mapping[str, Any], report: Mapping[str, Any], risk: Mapping[str, Any],
-          loss: Mapping[str, Any]) -> dict[str, Any]:
+          loss: Mapping[str, Any], retention: Mapping[str, Any] | None = None,
+          provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The document of one release from its metadata (``method``, ``seed``, ``params``,
     ``verified``, ``facts``, ``anon_duck_version``), the method's report, the risk section
     and the per-attribute loss."""
@@ -37,6 +38,8 @@ def build(*, meta: Mapping[str, Any], report: Mapping[str, Any], risk: Mapping[s
         "measures": catalog.measures_of(method, report, meta.get("facts") or {}),
         "workloads": workloads_of(method, report),
         "notes": notes,
+        "retention": dict(retention or {"codes": None, "qis": None}),
+        "provenance": dict(provenance or {}),
     }
 
 

@@ -36,6 +36,9 @@ def report_page(doc: Mapping[str, Any]) -> str:
     if doc["loss"]["attributes"]:
         figures["loss"] = plots.attribute_loss(doc["loss"]["attributes"])
     workloads = [(w, Markup(plots.workload(w, i))) for i, w in enumerate(doc["workloads"])]
+    codes = (doc.get("retention") or {}).get("codes")
+    if codes:
+        figures["retention"] = plots.retention_bars(codes["bins"])
     return _ENV.get_template("report.html.j2").render(
         doc=doc, risk_rows=risk_rows(risk), figures={k: Markup(v) for k, v in figures.items()}, workloads=workloads)
 

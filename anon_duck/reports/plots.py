@@ -170,6 +170,18 @@ def point_labels(param: str, values: Sequence[Any], xs: Sequence[float], ys: Seq
     return [(f"{param}={', '.join(map(str, vs))}", x, y) for (x, y), vs in at.items()]
 
 
+def retention_bars(bins: Mapping[str, int]) -> str:
+    """The codes per retention bin: the share of a code's persons the release shows it for."""
+    plt = require()
+    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    ax.bar(list(bins), list(bins.values()), color=AFTER)
+    ax.set_ylabel("codes")
+    ax.set_xlabel("share of the code's persons for whom the release shows it")
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_title("Retention of the input's codes", fontsize=10)
+    return svg(plt, fig, "retention")
+
+
 def sweep_curve(doc: Mapping[str, Any]) -> str:
     """The trade-off: the method's loss against the release's highest and average risk, one
     labelled point per parameter value (values at the same point share one label)."""

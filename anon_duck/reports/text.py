@@ -2,6 +2,8 @@
 before and after, one line per measure with what it means). ``--json`` prints the document."""
 from __future__ import annotations
 
+from .retention import text_lines as retention_lines
+
 from typing import Any, Mapping
 
 RISK_ROWS = (("prosecutor_risk_max", "highest re-identification risk (1 / smallest class)"),
@@ -73,6 +75,7 @@ def summary(doc: Mapping[str, Any]) -> str:
             lines.append(f"  {w['name']}: median {number(q['p50'])}, 90% below {number(q['p90'])}, "
                          f"max {number(q['p100'])} ({w['n']} queries)")
     lines.extend(f"note: {n}" for n in doc["notes"])
+    lines.extend(retention_lines(doc.get("retention")))
     return "\n".join(lines)
 
 

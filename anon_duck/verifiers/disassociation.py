@@ -33,7 +33,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "shared_chunks": ("chunk_id", "sub_id", "codes"),
     "shared_scope": ("chunk_id", "cluster_id"),
     "item_chunks": ("cluster_id", "code"),
+    # what the release kept of each input code (anon_duck/retention.py): counts, no chunk link
+    "retention": ("code", "code_label", "persons_input", "persons_exact", "persons_generalized",
+                  "persons_without_count", "persons_dropped"),
 }
+
+# tables a release published before they existed lacks: checked when present
+OPTIONAL = frozenset({"retention"})
 
 
 def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: int, limit: int = 20) -> list[CheckResult]:
@@ -41,7 +47,7 @@ def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: i
     out = [_columns(backend, tables)]
     if not out[0].passed:
         return out
-    names = {s: tables[s] for s in COLUMNS}
+    names = {s: tables[s] for s in COLUMNS if s in tables}
     checks = [
         ("disassociation_chunk_km", "verify/disassociation_chunk_km.sql.j2", {"k": k, "m": m}, {},
          ("chunk_id", "size", *(f"item_{i}" for i in range(1, m + 1)), "support")),
@@ -92,7 +98,8 @@ def _columns(backend: Backend, tables: Mapping[str, Sequence[str]],
     violations: list[dict[str, Any]] = []
     for suffix, expected in columns.items():
         if suffix not in tables:
-            violations.append({"table": suffix, "problem": "missing"})
+            if suffix not in OPTIONAL:
+                violations.append({"table": suffix, "problem": "missing"})
             continue
         got = tuple(backend.fetch(f"verify disassociation columns of {suffix}",
                                   render("verify/relation_columns.sql.j2", relation=tables[suffix])))
@@ -108,6 +115,7 @@ CBA_COLUMNS: dict[str, tuple[str, ...]] = {
     "clusters": ("cluster_id", "n_records"),
     "record_tokens": ("record_id", "cluster_id", "token"),
     "tokens": ("token", "code"),
+    "retention": COLUMNS["retention"],
 }
 
 

@@ -88,8 +88,8 @@ def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Metho
             if r["error"] is not None:     # the method's own error (infeasible k, bad input), as on DuckDB
                 kind, _, message = r["error"].partition(": ")
                 raise getattr(errors, kind, AnonDuckError)(f"fragment {r['fragment']} of {fragments.count}: {message}")
-        tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle)
-                  for suffix, shuffle in json.loads(done[0]["tables"])]
+        tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle, sums=tuple(sums))
+                  for suffix, shuffle, sums in json.loads(done[0]["tables"])]
         for t in tables:
             union = spark.read.parquet(str(folder / "out" / t.suffix))
             union.localCheckpoint(eager=True).createOrReplaceTempView(t.staged[-1])
@@ -156,4 +156,4 @@ def _run_fragment(task: _Task, f: int) -> dict[str, Any]:
             backend.run(f"partition: write {t.suffix}", render("partition/write_fragment.sql.j2", source=t.staged,
                                                                fragment=f), {"path": str(out / f"{f}.parquet")})
     return {"fragment": f, "facts": json.dumps(staged.facts),
-            "tables": json.dumps([(t.suffix, t.shuffle) for t in staged.tables]), "error": None}
+            "tables": json.dumps([(t.suffix, t.shuffle, t.sums) for t in staged.tables]), "error": None}

@@ -28,8 +28,9 @@ from ..papers import cite
 from .algorithm import ArtUC, Outcome
 from .params import ArtUCParams, check_artuc_params
 from .report import artuc_report
-from .staging import (OUT_CLASSES, OUT_RECORD_TOKENS, OUT_RECORDS, OUT_RELEASE, OUT_TOKENS, Problem,
-                      load_problem, stage)
+from ...retention import OUTCOMES, code_retention, qi_retention
+from .staging import (LINK, OUT_CLASSES, OUT_RECORD_TOKENS, OUT_RECORDS, OUT_RELEASE, OUT_TOKENS, RECORDS,
+                      Problem, load_problem, stage)
 
 _RESERVED = ("record", "class", "codes")
 
@@ -86,9 +87,14 @@ class ArtUCMethod:
             "suppressed_occurrences": sup_occ, "distinct_codes": n_codes,
         }   # no timings: the metadata of a re-run with the same seed must be identical
         facts["ul_gen"] = facts["ul"] - facts["ul_sup"]
+        backend.run("artuc: retention outcomes", render(
+            "artuc/retention_outcomes.sql.j2", target=OUTCOMES, records=RECORDS, link=LINK, out_records=OUT_RECORDS,
+            record_tokens=OUT_RECORD_TOKENS, tokens=OUT_TOKENS))
         return Staged([ReleaseTable("release", OUT_RELEASE), ReleaseTable("records", OUT_RECORDS),
                        ReleaseTable("classes", OUT_CLASSES), ReleaseTable("tokens", OUT_TOKENS),
-                       ReleaseTable("record_tokens", OUT_RECORD_TOKENS)], facts)
+                       ReleaseTable("record_tokens", OUT_RECORD_TOKENS),
+                       code_retention(backend, job, inputs),
+                       qi_retention(backend, job, inputs, OUT_RELEASE, intervals=True)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: ArtUCParams) -> list[CheckResult]:

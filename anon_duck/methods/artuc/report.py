@@ -1,6 +1,8 @@
 """Measures of an ArtUC-style release (seed 000 §3.2 and §5): NCP (Defs 3-4), UL (Defs 5-6)
-split into UL_gen and UL_sup, the suppressed codes S and their share of the distinct codes,
-and ARE (Def 7) of the paper's three workloads of 100 COUNT queries each:
+split into UL_gen and UL_sup, the suppressed codes S (GenDiag's count: (cluster, code) pairs
+removed, summed over the clusters, so one code suppressed in ten clusters counts ten times), the
+input's distinct codes that no published token covers and their share of the input's distinct
+codes (at most 100 %), and ARE (Def 7) of the paper's three workloads of 100 COUNT queries each:
 
 * W1: two demographic attributes; W2: one demographic attribute and one code; W3: two codes,
   all with equality predicates on the values of a randomly drawn original record (spec §5.4).
@@ -46,8 +48,11 @@ def artuc_report(backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str
         "ul_sup": ul_sup, "ul": float(ul_gen) + ul_sup if ul_sup is not None else None,
         "suppressed_codes": facts.get("suppressed_codes"), "distinct_codes": facts.get("distinct_codes"),
     }
-    if out["suppressed_codes"] is not None and out["distinct_codes"]:
-        out["suppressed_codes_pct"] = 100.0 * out["suppressed_codes"] / out["distinct_codes"]
+    n_input, n_absent = backend.rows("report: absent codes", render(
+        "artuc/absent_codes.sql.j2", codes=inputs.codes, tokens=tables["tokens"]))[0]
+    out["input_distinct_codes"], out["absent_codes"] = int(n_input), int(n_absent)
+    # a share of distinct codes: S (above) sums over clusters and is not one
+    out["absent_codes_pct"] = 100.0 * n_absent / n_input if n_input else 0.0
     out["are"] = {w: are(backend, job, inputs, tables, qis, w, n_queries) for w in WORKLOADS}
     return out
 

@@ -26,6 +26,9 @@ RECORDS = scratch("artuc_records")
 OUT_RECORDS, OUT_CLASSES, OUT_TOKENS, OUT_RECORD_TOKENS, OUT_RELEASE = (
     scratch("artuc_out_records"), scratch("artuc_out_classes"), scratch("artuc_out_tokens"),
     scratch("artuc_out_record_tokens"), scratch("artuc_release"))
+# published record -> record position (scratch only: the retention counts need to know which
+# person a published record is; the link itself is never published)
+LINK = scratch("artuc_link")
 
 
 @dataclass
@@ -82,6 +85,8 @@ def stage(backend: Backend, problem: Problem, qis: list[QIInfo], clusters: list[
     first_token = np.cumsum(tokens_per_cluster) - tokens_per_cluster
     records = record_no[:record_len.size]
     backend.write_table(OUT_RECORDS, {"record": records, "class": np.repeat(class_no, records_per_cluster)})
+    # GenDiag's record i of a cluster is its i-th member in position order (_gendiag sorts them)
+    backend.write_table(LINK, {"record": records, "pos": _cat([np.sort(c.members) for c in clusters])})
     cls: dict[str, np.ndarray] = {"class": class_no.astype(np.int64)}
     for q in qis:
         if q.numeric:

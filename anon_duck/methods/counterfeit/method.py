@@ -22,6 +22,7 @@ from ...backend.base import Backend
 from ...errors import JobError
 from ...inputs import Inputs
 from ...job import Job
+from ...retention import qi_retention_levels
 from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers import counterfeit as verify_counterfeit
@@ -104,7 +105,9 @@ class Counterfeit:
                  "interval_mode": params.interval_mode, "counterfeit_values": params.counterfeit_values,
                  "rce_mode": params.rce_mode, "rce_counterfeit_term": params.rce_counterfeit_term,
                  "domain": {q.column: list(q.domain) for q in qis if q.numeric}}
-        return Staged([ReleaseTable(suffix, name, shuffle=True) for suffix, name in staged.items()], facts)
+        tables = [ReleaseTable(suffix, name, shuffle=True) for suffix, name in staged.items()]
+        tables.append(qi_retention_levels(backend, job, inputs, staged["release"], facts["levels"], staged["catalog"]))
+        return Staged(tables, facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: CounterfeitParams) -> list[CheckResult]:

@@ -24,6 +24,7 @@ import numpy as np
 from ...backend.base import Backend
 from ...inputs import Inputs, prepare
 from ...job import Job
+from ...retention import OUTCOMES, code_retention
 from ...scratch import scratch
 from ...verifiers import CheckResult
 from ...verifiers.disassociation import audit, completeness
@@ -34,7 +35,7 @@ from .encoding import Records, encode
 from .horpart import horpart, merge_small
 from .params import DisParams, check_params
 from .policy import Policy, build_policy, check_constraint_codes
-from .release import Structure, stage
+from .release import Structure, stage, stage_outcomes
 from .report import disassociation_report
 
 
@@ -93,7 +94,9 @@ class Disassociation:
         check_k(params.k, rec.n, "records (persons)")
         policy = build_policy(backend, job, params, rec, fragment=inputs.fragment)
         structure, facts = disassociate(rec, policy, params, progress)
-        return Staged(stage(backend, structure, job.release.seed), facts)
+        tables = stage(backend, structure, job.release.seed)
+        stage_outcomes(backend, OUTCOMES)
+        return Staged(tables + [code_retention(backend, job, inputs)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: DisParams) -> list[CheckResult]:

@@ -34,6 +34,7 @@ from ...backend.base import Backend
 from ...errors import JobError
 from ...inputs import Inputs
 from ...job import Job
+from ...retention import OUTCOMES, code_retention
 from ...scratch import scratch
 from ...sqlrender import render
 from ...verifiers import CheckResult
@@ -41,7 +42,7 @@ from ...verifiers.disassociation import audit_cba
 from ..base import AnalystView, Param, Progress, ReleaseTable, Staged, check_k
 from ..gendiag import gendiag
 from ..papers import cite
-from .encoding import CODE, PAIR, Records, encode
+from .encoding import CODE, PAIR, RECORD, Records, encode
 from .horpart import horpart, merge_small
 from .params import SHARED_PARAMS, check_shared
 from .policy import build_policy
@@ -190,7 +191,11 @@ class CBA:
                  "clusters": n_clusters, "tokens": len(g.tokens),
                  "generalized_tokens": sum(len(t) > 1 for t in g.tokens),
                  "codes_suppressed": g.suppressed_codes, "suppressed_occurrences": g.suppressed_occurrences}
-        return Staged(stage(backend, g, job.release.seed), facts)
+        tables = stage(backend, g, job.release.seed)
+        backend.run("cba: retention outcomes", render(
+            "disassociation/cba_retention_outcomes.sql.j2", target=OUTCOMES, record=RECORD, code=CODE, pair=PAIR,
+            record_tokens=RECORD_TOKENS, token_codes=TOKEN_CODES))
+        return Staged(tables + [code_retention(backend, job, inputs)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: CbaParams) -> list[CheckResult]:

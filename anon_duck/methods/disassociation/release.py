@@ -8,7 +8,9 @@ keyed random permutation inside the chunk (digest A22, §7.4): md5 of a key, the
 record. The key mixes the release seed with a checksum of the private (record, code) pairs,
 because the seed itself is published in ``<release>_meta`` and record numbers follow the
 person ids: without the private part, anyone with the seed and the id list could re-link
-subrecords across chunks. No table holds a record number, a person id or a support count.
+subrecords across chunks. No chunk table holds a record number, a person id or a support
+count; the retention table the method adds (anon_duck/retention.py) holds per-code input counts,
+for the steward (docs/analyst.md).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ...scratch import scratch
 from ...sqlrender import render
 from ..base import ReleaseTable
 from .chunks import Chunk
-from .encoding import CODE, PAIR
+from .encoding import CODE, PAIR, RECORD
 
 ASSIGN, CLUSTER, SCOPE, TAKE, ITEM = (scratch("dis_assign"), scratch("dis_cluster"), scratch("dis_scope"),
                                       scratch("dis_take"), scratch("dis_item"))
@@ -74,3 +76,11 @@ def stage(backend: Backend, s: Structure, seed: int) -> list[ReleaseTable]:
             suffix != "item_chunks" else None)
         tables.append(ReleaseTable(suffix, target, shuffle=True))
     return tables
+
+
+def stage_outcomes(backend: Backend, target: tuple[str, ...]) -> None:
+    """What the staged release gives each (person, code) pair, for the retention table: read
+    from the private structure :func:`stage` wrote (scratch only)."""
+    backend.run("disassociation: retention outcomes", render(
+        "disassociation/retention_outcomes.sql.j2", target=target, record=RECORD, code=CODE, pair=PAIR,
+        assign=ASSIGN, take=TAKE, item=ITEM))

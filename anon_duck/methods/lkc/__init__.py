@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from ...backend.base import Backend
 from ...inputs import Inputs
 from ...job import Job
+from ...retention import qi_retention
 from ...verifiers import CheckResult, lkc_privacy
 from ...verifiers.lkc import interval_cut, release_columns
 from ..base import Progress, Staged, release_view
@@ -43,6 +44,7 @@ class LKC:
         state = State.build(backend, job, inputs, params)
         result = pais(state, params, progress)
         tables = release.stage(backend, job, inputs, state, result, with_dc=params.score == "discernibility")
+        tables.append(qi_retention(backend, job, inputs, tables[0].staged))
         facts = {"L": params.L, "L_effective": result.l_effective, "K": params.K, "C": params.C,
                  "S": list(state.sensitive), "score": params.score, "specializations": len(result.trace),
                  "cuts": {t.column: [t.nodes[x].label for x in sorted(c, key=lambda x: t.nodes[x].r0)]

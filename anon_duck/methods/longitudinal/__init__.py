@@ -19,7 +19,10 @@ import numpy as np
 from ...backend.base import Backend
 from ...errors import JobError
 from ...inputs import Inputs
+from ...hierarchy import CLOSURE
 from ...job import Job
+from ...retention import OUTCOMES, code_retention, event_codes
+from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers.longitudinal import verify_release
 from ..base import Partitioning, Progress, ReleaseTable, Staged, check_k, release_view
@@ -28,7 +31,8 @@ from .load import load
 from .mdav import Pool, mdav
 from .measures import longitudinal_report
 from .params import LongitudinalParams, check_params
-from .stage import EVENTS, PATIENTS, def8_loss, stage_release, write_clusters
+from .load import NODE_TABLE, PERSONS
+from .stage import EVENTS, MEMBERS, PATIENTS, REP, def8_loss, stage_release, write_clusters
 
 RESERVED = ("release_id", "trajectory", "n_pairs")
 
@@ -77,7 +81,13 @@ class Longitudinal:
                  "records": int(inputs.n_rows), "pairs": p, "distinct_trajectories": int(data.trajs.length.size),
                  "icd_domain": data.model.icd.domain, "age_domain": data.model.age.domain,
                  "released_pairs": int(sum(c.codes.size * c.members.size for c in clusters))}
-        return Staged([ReleaseTable("patients", PATIENTS), ReleaseTable("events", EVENTS)], facts)
+        assert job.dataset.events is not None
+        backend.run("longitudinal: retention outcomes", render(
+            "longitudinal/retention_outcomes.sql.j2", target=OUTCOMES, codes=event_codes(backend, inputs),
+            persons=PERSONS, members=MEMBERS, rep=REP, nodes=NODE_TABLE, closure=CLOSURE,
+            hierarchy=job.dataset.events.code_hierarchy))
+        return Staged([ReleaseTable("patients", PATIENTS), ReleaseTable("events", EVENTS),
+                       code_retention(backend, job, inputs)], facts)
 
     def verify(self, backend: Backend, job: Job, tables: Mapping[str, tuple[str, ...]],
                params: LongitudinalParams) -> list[CheckResult]:
