@@ -26,7 +26,7 @@ def _check(con, job) -> dict:
 
 def _input_codes(con, job) -> set[str]:
     """The distinct codes of the job's input, as the run loads them (a file, a table or OMOP)."""
-    from anon_duck.api import _session
+    from anon_duck.session import session as _session
     from anon_duck.inputs import prepare
     with _session(con, job) as backend:
         inputs = prepare(backend, job)

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 import pytest
 
 import anon_duck
-from anon_duck.api import _session
+from anon_duck.session import session as _session
 from anon_duck.inputs import prepare
 
 COLS = ("code", "code_label", "persons_input", "persons_exact", "persons_generalized", "persons_without_count",

@@ -78,7 +78,7 @@ def _one_after_another(backend: Backend, job: Job, method: Method, inputs: Input
         facts.append(staged.facts)
         tables = staged.tables
     progress("partition: fragments", fragments.count, fragments.count)
-    return [ReleaseTable(t.suffix, union_table(t.suffix), t.shuffle) for t in tables], facts
+    return [ReleaseTable(t.suffix, union_table(t.suffix), t.shuffle, sums=t.sums) for t in tables], facts
 
 
 def _quiet(phase: str, done: int, total: int) -> None:
