@@ -230,8 +230,8 @@ def test_the_support_check_reads_a_seeded_sample_and_catches_a_change_in_it():
     assert drawn == sorted(every, key=key)[:16]
     con.execute(f'ALTER VIEW "{name}" RENAME TO kept')
     try:
-        con.execute(f'''CREATE VIEW "{name}" AS SELECT code_a, code_b,
-                        CASE WHEN code_a = '{drawn[3]}' AND code_a <> code_b THEN support + 1 ELSE support END AS support
+        con.execute(f'''CREATE VIEW "{name}" AS SELECT * REPLACE (
+                        CASE WHEN code_a = '{drawn[3]}' AND code_a <> code_b THEN support + 1 ELSE support END AS support)
                         FROM kept''')
         changed = con.execute(f'SELECT count(*) FROM kept WHERE code_a = ? AND code_b <> code_a', [drawn[3]]).fetchone()[0]
         check = anon_duck.verify(con, job)[-1]
