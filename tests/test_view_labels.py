@@ -85,3 +85,22 @@ def test_artuc_record_view_names_each_token(job_file):
         pairs = [(t, lbl) for ts, lbls in want.values() for t, lbl in zip(ts, lbls)]
         assert pairs and all(lbl != t and not lbl[1:].startswith("2000") for t, lbl in pairs)
     assert anon_duck.verify(con, job)[-1].passed
+
+
+def test_cba_record_view_names_each_token():
+    """CBA's record view: ``token_labels`` in the order of ``tokens``, a code's label or a group's
+    first code's label and how many more, recomputed from ``<release>_tokens`` (token, code)."""
+    con, job, vocabulary = _released("disassociation_cba_toy")
+    name = job.release.name
+    members: dict[str, list[str]] = {}
+    for token, code in con.execute(f'SELECT token, code FROM "{name}_tokens"').fetchall():
+        members.setdefault(token, []).append(code)
+
+    def label(token: str) -> str:
+        codes = sorted(members[token])
+        first = vocabulary.get(codes[0], codes[0])
+        return first if len(codes) == 1 else f"({first} and {len(codes) - 1} more)"
+    rows = con.execute(f'SELECT tokens, token_labels FROM "{name}"').fetchall()
+    assert rows and all(labels == [label(t) for t in tokens] for tokens, labels in rows)
+    assert any(t.startswith("(") for tokens, _ in rows for t in tokens)              # groups are tested
+    assert all(c.passed for c in anon_duck.verify(con, job))
