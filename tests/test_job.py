@@ -1,10 +1,13 @@
 """Job files: every malformed file gets a JobError naming the key at fault."""
 from __future__ import annotations
 
+import duckdb
 import pytest
 
 from anon_duck.errors import JobError
 from anon_duck.job import parse_job
+
+from conftest import JOBS
 
 BASE = """
 [input]
@@ -120,3 +123,28 @@ name = "r"
 def re_escape(s: str) -> str:
     import re
     return re.escape(s)
+
+
+def test_input_tables_named_schema_dot_table_are_read_in_place(tmp_path):
+    """``table = "cdm.patients"`` (and under [input.events], and an edges hierarchy's table) is
+    table ``patients`` of schema ``cdm``: the release is the one the files give, byte for byte."""
+    import anon_duck
+    from schema_inputs import exported, file_job, tables_in_schema
+
+    con = duckdb.connect()
+    job = tables_in_schema(con, "cdm")
+    assert job.dataset.source.relation == ("cdm", "patients")
+    assert anon_duck.run(con, job).verified
+    files = duckdb.connect()
+    anon_duck.run(files, file_job())
+    mine = exported(con, job, tmp_path / "tables")
+    assert mine and mine == exported(files, file_job(), tmp_path / "files")
+    n_events = len((JOBS / "../004/toy_events.csv").read_text().splitlines()) - 1
+    assert con.execute("SELECT count(*) FROM cdm.events").fetchone() == (n_events,)   # read, not changed
+
+
+@pytest.mark.parametrize("name", ["cdm.", ".person", "a.b.c.d", "cdm..person"])
+def test_a_table_name_with_an_empty_or_fourth_part_is_refused(name):
+    text = (JOBS / "toy_fulldomain.toml").read_text().replace('path = "../toy/patients.csv"', f'table = "{name}"')
+    with pytest.raises(JobError, match=r"input.table = .*schema.table or catalog.schema.table"):
+        parse_job(text, base_dir=JOBS)

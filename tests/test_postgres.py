@@ -155,3 +155,22 @@ def test_an_omop_cdm_in_a_postgres_schema_runs_in_place_and_verifies(pg, method)
     assert on_pg.facts == anon_duck.run(duck, job).facts
     assert {t: pg.execute(f'SELECT count(*) FROM cdm."{t}"').fetchone() for t in tables} == counts
     pg.rollback()
+
+
+def test_input_tables_named_schema_dot_table_are_read_in_place_on_postgres(pg, tmp_path):
+    """``table = "cdm.patients"`` under [input], [input.events] and an edges hierarchy: read
+    where they are, the export DuckDB's export of the same job on the files."""
+    from schema_inputs import exported, file_job, tables_in_schema
+
+    pg.autocommit = True
+    job = tables_in_schema(pg, "cdm")
+    pg.autocommit = False
+    assert anon_duck.run(pg, job).verified
+    assert all(c.passed for c in anon_duck.verify(pg, job))
+    duck = duckdb.connect()
+    anon_duck.run(duck, file_job())
+    mine = exported(pg, job, tmp_path / "pg")
+    assert mine and mine == exported(duck, file_job(), tmp_path / "duckdb")
+    assert pg.execute('SELECT count(*) FROM cdm."events"').fetchone()[0] == \
+        len((JOBS / "../004/toy_events.csv").read_text().splitlines()) - 1
+    pg.rollback()
