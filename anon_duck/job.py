@@ -260,7 +260,7 @@ def _date_hierarchies_on_dates(d: Dataset, hierarchies: Mapping[str, HierarchySp
 
 
 def _release(t: Mapping[str, Any]) -> Release:
-    _only(t, "release", {"name", "seed"})
+    _only(t, "release", {"name", "seed", "schema"})
     _required(t, "release", ("name",))
     name = _str(t["name"], "release.name")
     if not _RELEASE_NAME.match(name):
@@ -268,7 +268,10 @@ def _release(t: Mapping[str, Any]) -> Release:
     seed = t.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise JobError(f"release.seed = {seed!r}: must be a whole number >= 0")
-    return Release(name, seed)
+    schema = _opt_str(t.get("schema"), "release.schema")
+    if schema is not None and not _RELEASE_NAME.match(schema):
+        raise JobError(f"release.schema = {schema!r}: use letters, digits and _ (one schema, created if absent)")
+    return Release(name, seed, None if schema == "main" else schema)
 
 
 # DuckDB crashes on an absurd thread count (2**40) instead of refusing it

@@ -133,6 +133,12 @@ class Dataset:
 class Release:
     name: str
     seed: int = 0
+    schema: str | None = None     # where the release is published (created if absent); None: the default
+
+    def where(self, table: str) -> tuple[str, str]:
+        """A table or view of the release's schema, qualified (``main`` stands for the default
+        schema on every engine: the connection's current schema or database)."""
+        return (self.schema or "main", table)
 
 
 @dataclass(frozen=True)

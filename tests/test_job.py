@@ -148,3 +148,19 @@ def test_a_table_name_with_an_empty_or_fourth_part_is_refused(name):
     text = (JOBS / "toy_fulldomain.toml").read_text().replace('path = "../toy/patients.csv"', f'table = "{name}"')
     with pytest.raises(JobError, match=r"input.table = .*schema.table or catalog.schema.table"):
         parse_job(text, base_dir=JOBS)
+
+
+@pytest.mark.parametrize("schema, expected", [("deid", "deid"), ("main", None)])
+def test_release_schema_is_read(schema, expected):
+    text = (JOBS / "toy_fulldomain.toml").read_text().replace('[release]\n', f'[release]\nschema = "{schema}"\n')
+    job = parse_job(text, base_dir=JOBS)
+    assert job.release.schema == expected
+    assert job.release.where("toy_k2_meta") == (expected or "main", "toy_k2_meta")
+
+
+@pytest.mark.parametrize("schema", ["de.id", "", "x y", 3])
+def test_a_release_schema_that_is_not_one_plain_name_is_refused(schema):
+    value = f'"{schema}"' if isinstance(schema, str) else str(schema)
+    text = (JOBS / "toy_fulldomain.toml").read_text().replace('[release]\n', f'[release]\nschema = {value}\n')
+    with pytest.raises(JobError, match=r"release.schema"):
+        parse_job(text, base_dir=JOBS)
