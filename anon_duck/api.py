@@ -154,7 +154,7 @@ def release_report(con: Connection, job: Job) -> dict[str, Any]:
         tables = release.release_tables(backend, job)
         inputs = prepare(backend, job)
         out = _method_report(backend, job, inputs, tables, params)
-        meta = release.read_meta(backend, job.release.name)
+        meta = release.read_meta(backend, release.ReleaseNames.of(job))
         return document.build(meta=meta, report=out, risk=risk_report.risk_section(backend, job, inputs, tables),
                               loss=loss.attribute_loss(backend, job, inputs, tables, meta["facts"], out),
                               retention=retention_section(backend, tables),

@@ -39,6 +39,7 @@ import numpy as np
 from .backend.base import Backend
 from .errors import AnonDuckError, InputError, JobError
 from .job import HierarchySpec
+from .jobspec import table_parts
 from .omop_derive import derive as derive_omop
 from .scratch import scratch
 from .sqlrender import render
@@ -293,12 +294,14 @@ def _append_edges(backend: Backend, name: str, edges: list[Edge]) -> None:
 
 def _edges_from_table(backend: Backend, spec: HierarchySpec) -> list[Edge]:
     assert spec.table is not None
+    # a job's "schema.table" is its parts; a derived hierarchy's scratch table is parts already
+    relation = table_parts(spec.table) if isinstance(spec.table, str) else spec.table
     try:
-        has_label = "label" in backend.columns(f"hierarchy {spec.name}: columns", spec.table)
+        has_label = "label" in backend.columns(f"hierarchy {spec.name}: columns", relation)
     except AnonDuckError as err:
         raise InputError(f"hierarchy.{spec.name}.table = {spec.table!r}: no such table") from err
     rows = backend.rows(f"hierarchy {spec.name}: edges table",
-                        render("hierarchy/edges_from_table.sql.j2", relation=spec.table, has_label=has_label))
+                        render("hierarchy/edges_from_table.sql.j2", relation=relation, has_label=has_label))
     return [Edge(str(n), None if p is None else str(p), None if lab is None else str(lab)) for n, p, lab in rows]
 
 

@@ -236,7 +236,7 @@ def _relation(backend: Backend, source: Source, key: str, target: tuple[str, ...
     if source.derived is not None:
         return source.derived
     if source.table is not None:
-        return (source.table,)
+        return source.relation
     assert source.path is not None
     if not source.path.is_file():
         raise InputError(f"{key}.path = {str(source.path)!r}: no such file")

@@ -17,7 +17,7 @@ from .csvoptions import DEFAULT as CSV_DEFAULT
 from .csvoptions import parse as parse_csv
 from .errors import JobError
 from .jobspec import (DATE_UNITS, QI, Codes, Dataset, Events, HierarchySpec, Job, Release, RiskSettings, Settings,
-                      Source)
+                      Source, table_parts)
 from .omop import expand
 
 QI_KINDS = ("numeric", "categorical", "date")
@@ -170,7 +170,7 @@ def _hierarchies(t: Mapping[str, Any], base: Path) -> dict[str, HierarchySpec]:
         if typ not in HIERARCHY_TYPES:
             raise JobError(f"{key}.type = {typ!r}: must be one of {', '.join(HIERARCHY_TYPES)}")
         path = Path(base, _str(spec["path"], f"{key}.path")) if "path" in spec else None
-        table = _opt_str(spec.get("table"), f"{key}.table")
+        table = _table_name(spec["table"], f"{key}.table") if "table" in spec else None
         builtin = _opt_str(spec.get("name"), f"{key}.name")
         if typ == "arx" and path is None:
             raise JobError(f"{key}: type 'arx' reads an ARX file (path); for a hierarchy kept in a table "
@@ -260,7 +260,7 @@ def _date_hierarchies_on_dates(d: Dataset, hierarchies: Mapping[str, HierarchySp
 
 
 def _release(t: Mapping[str, Any]) -> Release:
-    _only(t, "release", {"name", "seed"})
+    _only(t, "release", {"name", "seed", "schema"})
     _required(t, "release", ("name",))
     name = _str(t["name"], "release.name")
     if not _RELEASE_NAME.match(name):
@@ -268,7 +268,10 @@ def _release(t: Mapping[str, Any]) -> Release:
     seed = t.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise JobError(f"release.seed = {seed!r}: must be a whole number >= 0")
-    return Release(name, seed)
+    schema = _opt_str(t.get("schema"), "release.schema")
+    if schema is not None and not _RELEASE_NAME.match(schema):
+        raise JobError(f"release.schema = {schema!r}: use letters, digits and _ (one schema, created if absent)")
+    return Release(name, seed, None if schema == "main" else schema)
 
 
 # DuckDB crashes on an absurd thread count (2**40) instead of refusing it
@@ -330,13 +333,24 @@ def _source(t: Mapping[str, Any], key: str, base: Path) -> Source:
     if has_table:
         if "csv" in t:
             raise JobError(f"{key}.csv: says how a CSV file is written; {key}.table names a table")
-        return Source(table=_str(t["table"], f"{key}.table"))
+        return Source(table=_table_name(t["table"], f"{key}.table"))
     path = Path(base, _str(t["path"], f"{key}.path"))
     if not re.search(r"\.(csv|tsv|parquet)(\.gz|\.zst)?$", path.name, re.I):
         raise JobError(f"{key}.path = {str(path)!r}: must be a .csv, .tsv or .parquet file (optionally .gz)")
     if "csv" in t and ".parquet" in path.name.lower():
         raise JobError(f"{key}.csv: says how a CSV file is written; {key}.path is a Parquet file")
     return Source(path=path, csv=parse_csv(t["csv"], f"{key}.csv") if "csv" in t else CSV_DEFAULT)
+
+
+def _table_name(v: Any, key: str) -> str:
+    """A table in the database: ``table``, ``schema.table`` or ``catalog.schema.table``, each
+    part non-empty (a dot separates parts; docs/jobs.md)."""
+    name = _str(v, key)
+    parts = table_parts(name)
+    if len(parts) > 3 or not all(parts):
+        raise JobError(f"{key} = {name!r}: a table, schema.table or catalog.schema.table (a dot separates "
+                       "the parts; none may be empty)")
+    return name
 
 
 # --------------------------------------------------------------------------------------

@@ -18,6 +18,12 @@ DATE_UNITS = ("day", "month", "year", "decade")
 OMOP_FILE_SUFFIXES = (".parquet", ".csv", ".csv.gz")
 
 
+def table_parts(name: str) -> tuple[str, ...]:
+    """A table name as written in a job, ``table``, ``schema.table`` or
+    ``catalog.schema.table``, as its parts."""
+    return tuple(name.split("."))
+
+
 @dataclass(frozen=True)
 class Source:
     """Where a relation comes from: a table already in the database, a CSV/Parquet file, or a
@@ -29,6 +35,14 @@ class Source:
     derived: tuple[str, ...] | None = None
     origin: str = ""
     csv: CsvOptions = CSV_DEFAULT      # how a CSV file is written (``csv = {...}`` of its role)
+
+    @property
+    def relation(self) -> tuple[str, ...]:
+        """The name parts of ``table``: ``cdm.person`` is table ``person`` of schema ``cdm``
+        (job.py checked that no part is empty). Each part is quoted as written; a name whose
+        dot is part of the name itself cannot be given (docs/jobs.md)."""
+        assert self.table is not None
+        return table_parts(self.table)
 
     def describe(self) -> str:
         if self.derived is not None:
@@ -119,6 +133,12 @@ class Dataset:
 class Release:
     name: str
     seed: int = 0
+    schema: str | None = None     # where the release is published (created if absent); None: the default
+
+    def where(self, table: str) -> tuple[str, str]:
+        """A table or view of the release's schema, qualified (``main`` stands for the default
+        schema on every engine: the connection's current schema or database)."""
+        return (self.schema or "main", table)
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ def scratch(name: str) -> tuple[str, str, str]:
     return ("temp", "main", PREFIX + name)
 
 
-def staging(table: str) -> tuple[str, str]:
+def staging(table: str, schema: str | None = None) -> tuple[str, str]:
     """Where a release table is written before it is published: beside its published name in
-    the main schema (a rename moves it there), under the scratch prefix. On DuckDB all of it is
+    the release's schema (``main``: the default one; a rename moves it there), under the scratch prefix. On DuckDB all of it is
     one transaction; on Spark, which has none, the previous release stays untouched until every
     staged table is written."""
-    return ("main", f"{PREFIX}staged_{table}")
+    return (schema or "main", f"{PREFIX}staged_{table}")
 
 
 def scratch_tables(backend: Backend, group: str = "") -> list[tuple[str, str, str]]:

@@ -49,7 +49,7 @@ def session(con: Connection, job: Job, *, publishes: bool = False) -> Iterator[B
 
 
 def _check_connection(probe: Backend, job: Job, publishes: bool) -> None:
-    if publishes and not probe.writable():
+    if publishes and not probe.writable(job.release.schema or "main"):
         raise InputError(f"release {job.release.name!r}: the database is open read-only, and a run writes its release "
                          "tables into it; open it writable (nothing was run)")
     if probe.in_transaction():

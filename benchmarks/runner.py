@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from anon_duck.errors import AnonDuckError
-from . import child_env, omop_cases  # noqa: F401  (registers the OMOP-shaped cases)
+from . import child_env, omop_cases, postgres_cases  # noqa: F401  (register the OMOP-shaped and PostgreSQL cases)
 from .cases import CASES, FLOORS, NEEDS, PEERS, PREPARE
 from .load import BUSY, CpuWatch
 from .spark_cases import SPARK

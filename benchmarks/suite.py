@@ -55,6 +55,10 @@ VERIFIERS = ("verify_k", "verify_k_floor", "verify_l", "verify_l_floor",
 # longest (docs/spark.md), so they can be measured, or left out, apart.
 SPARK_10M = ("verify_k", "verify_k_floor", "verify_k_spark", "verify_k_spark_floor",
              "fulldomain_adult_big", "fulldomain_adult_big_spark")
+# Issue #33's "speed": the k and k^m verifiers on PostgreSQL 16 (pgserver, benchmarks/postgres_cases.py)
+# at 1M rows, each beside its one-query floor on the same server and its DuckDB twin
+POSTGRES = ("verify_k", "verify_k_floor", "verify_k_postgres", "verify_k_postgres_floor",
+            "verify_km", "verify_km_floor", "verify_km_postgres", "verify_km_postgres_floor")
 SPARK_PART = ("disassociation_bms_part", "disassociation_bms_part_spark", "artuc_informs_part",
               "artuc_informs_part_spark")
 
@@ -81,6 +85,8 @@ PLAN: tuple[Step, ...] = (
     Step("spark", "Spark local[2] beside DuckDB: 10M rows", SPARK_10M, scale=10),
     Step("spark_part", "Spark local[2] beside DuckDB: partitioned disassociation of BMS-WebView-1 ×20, partitioned "
          "ArtUC of INFORMS-like ×10", SPARK_PART, scale=10),
+    Step("postgres_1m", "PostgreSQL 16 (pgserver) beside DuckDB: the k and k^m verifiers and their floors on the "
+         "same server, 1M rows", POSTGRES, reps=3),
 )
 # Issue #31: every method on an OMOP CDM shaped like a health system's (benchmarks/omop_cases.py:
 # 10,000 persons at scale 1, ~50 condition events each over 2,000 concepts; run, verify, risk and
@@ -115,6 +121,8 @@ TARGETS: tuple[Target, ...] = (
     *(Target(f"{v} ≤ 1.5× its floor, {size}", step, v, "floor", 1.5, scale)
       for step, size, scale in (("verifiers", "1M rows", 1.0), ("verifiers_10m", "10M rows", 10.0))
       for v in VERIFIERS[::2]),
+    *(Target(f"{v} ≤ 1.5× its floor on the same server, 1M rows", "postgres_1m", v, "floor", 1.5)
+      for v in ("verify_k_postgres", "verify_km_postgres")),
     Target("ArtUC EHRD-like 208K records ≤ 1.5 GB peak RSS", "artuc_ehrd_curve", "artuc_ehrd", "peak_rss_mb", 1536),
     Target("LKC, Adult blown up to 1.04M records, ≤ 6 s", "methods", "lkc_adult", "median_s", 6),
     Target("longitudinal, 27,639 patients, ≤ 30 s", "long_curve", "longitudinal_d50", "median_s", 30),

@@ -15,7 +15,7 @@ import json
 import resource
 from pathlib import Path
 
-from . import cases, omop_cases, spark_cases  # noqa: F401  (they register their cases in CASES)
+from . import cases, omop_cases, postgres_cases, spark_cases  # noqa: F401  (they register their cases in CASES)
 from .cases import CASES, PREPARE
 from .generators import DATA
 

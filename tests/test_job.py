@@ -1,10 +1,13 @@
 """Job files: every malformed file gets a JobError naming the key at fault."""
 from __future__ import annotations
 
+import duckdb
 import pytest
 
 from anon_duck.errors import JobError
 from anon_duck.job import parse_job
+
+from conftest import JOBS
 
 BASE = """
 [input]
@@ -120,3 +123,44 @@ name = "r"
 def re_escape(s: str) -> str:
     import re
     return re.escape(s)
+
+
+def test_input_tables_named_schema_dot_table_are_read_in_place(tmp_path):
+    """``table = "cdm.patients"`` (and under [input.events], and an edges hierarchy's table) is
+    table ``patients`` of schema ``cdm``: the release is the one the files give, byte for byte."""
+    import anon_duck
+    from schema_inputs import exported, file_job, tables_in_schema
+
+    con = duckdb.connect()
+    job = tables_in_schema(con, "cdm")
+    assert job.dataset.source.relation == ("cdm", "patients")
+    assert anon_duck.run(con, job).verified
+    files = duckdb.connect()
+    anon_duck.run(files, file_job())
+    mine = exported(con, job, tmp_path / "tables")
+    assert mine and mine == exported(files, file_job(), tmp_path / "files")
+    n_events = len((JOBS / "../004/toy_events.csv").read_text().splitlines()) - 1
+    assert con.execute("SELECT count(*) FROM cdm.events").fetchone() == (n_events,)   # read, not changed
+
+
+@pytest.mark.parametrize("name", ["cdm.", ".person", "a.b.c.d", "cdm..person"])
+def test_a_table_name_with_an_empty_or_fourth_part_is_refused(name):
+    text = (JOBS / "toy_fulldomain.toml").read_text().replace('path = "../toy/patients.csv"', f'table = "{name}"')
+    with pytest.raises(JobError, match=r"input.table = .*schema.table or catalog.schema.table"):
+        parse_job(text, base_dir=JOBS)
+
+
+@pytest.mark.parametrize("schema, expected", [("deid", "deid"), ("main", None)])
+def test_release_schema_is_read(schema, expected):
+    text = (JOBS / "toy_fulldomain.toml").read_text().replace('[release]\n', f'[release]\nschema = "{schema}"\n')
+    job = parse_job(text, base_dir=JOBS)
+    assert job.release.schema == expected
+    assert job.release.where("toy_k2_meta") == (expected or "main", "toy_k2_meta")
+
+
+@pytest.mark.parametrize("schema", ["de.id", "", "x y", 3])
+def test_a_release_schema_that_is_not_one_plain_name_is_refused(schema):
+    value = f'"{schema}"' if isinstance(schema, str) else str(schema)
+    text = (JOBS / "toy_fulldomain.toml").read_text().replace('[release]\n', f'[release]\nschema = {value}\n')
+    with pytest.raises(JobError, match=r"release.schema"):
+        parse_job(text, base_dir=JOBS)

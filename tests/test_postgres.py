@@ -155,3 +155,80 @@ def test_an_omop_cdm_in_a_postgres_schema_runs_in_place_and_verifies(pg, method)
     assert on_pg.facts == anon_duck.run(duck, job).facts
     assert {t: pg.execute(f'SELECT count(*) FROM cdm."{t}"').fetchone() for t in tables} == counts
     pg.rollback()
+
+
+def test_input_tables_named_schema_dot_table_are_read_in_place_on_postgres(pg, tmp_path):
+    """``table = "cdm.patients"`` under [input], [input.events] and an edges hierarchy: read
+    where they are, the export DuckDB's export of the same job on the files."""
+    from schema_inputs import exported, file_job, tables_in_schema
+
+    pg.autocommit = True
+    job = tables_in_schema(pg, "cdm")
+    pg.autocommit = False
+    assert anon_duck.run(pg, job).verified
+    assert all(c.passed for c in anon_duck.verify(pg, job))
+    duck = duckdb.connect()
+    anon_duck.run(duck, file_job())
+    mine = exported(pg, job, tmp_path / "pg")
+    assert mine and mine == exported(duck, file_job(), tmp_path / "duckdb")
+    assert pg.execute('SELECT count(*) FROM cdm."events"').fetchone()[0] == \
+        len((JOBS / "../004/toy_events.csv").read_text().splitlines()) - 1
+    pg.rollback()
+
+
+def _release_in(job, schema):
+    return dataclasses.replace(job, release=dataclasses.replace(job.release, schema=schema))
+
+
+def _relations(pg):
+    """Every table and view of the database outside PostgreSQL's own schemas, by schema."""
+    rows = pg.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                      "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
+                      "AND table_schema NOT LIKE 'pg_temp%'").fetchall()
+    pg.rollback()
+    return set(rows)
+
+
+@pytest.mark.parametrize("job_file", ["toy_fulldomain.toml", "artuc_toy.toml"])
+def test_a_release_schema_on_postgres_holds_the_release_and_exports_what_duckdb_exports(pg, job_file, tmp_path):
+    """``[release] schema = "deid"``: created, the release's tables and views there and nowhere
+    else, verified, and exported as DuckDB exports the same job."""
+    from anon_duck.release import ReleaseNames, analyst_views
+
+    job = _release_in(load_job(JOBS / job_file), "deid")
+    result = anon_duck.run(pg, job)
+    assert result.verified
+    names = ReleaseNames(job.release.name)
+    published = {("deid", t) for t in [*result.tables, names.meta, *(names.view(v) for v in analyst_views(job))]}
+    assert _relations(pg) == published
+    assert all(c.passed for c in anon_duck.verify(pg, job))
+    duck = duckdb.connect()
+    anon_duck.run(duck, job)
+    mine = {f.name: f.read_bytes() for f in anon_duck.export(pg, job, tmp_path / "pg.csv")}
+    assert mine == {f.name: f.read_bytes() for f in anon_duck.export(duck, job, tmp_path / "duckdb.csv")}
+    assert anon_duck.run(pg, job).verified and _relations(pg) == published      # replaced in place
+
+
+def test_a_release_schema_the_role_may_not_create_in_is_refused_first(pg):
+    """A schema the role lacks CREATE on, and a schema that is not there in a database the
+    role may not create schemas in: refused before any work, naming the privilege."""
+    import psycopg
+
+    pg.autocommit = True
+    pg.execute("CREATE ROLE clerk LOGIN")
+    pg.execute("CREATE SCHEMA deid")
+    pg.execute("GRANT USAGE ON SCHEMA deid TO clerk")
+    pg.execute("REVOKE CREATE ON DATABASE " + pg.info.dbname + " FROM PUBLIC")
+    job = load_job(JOBS / "toy_fulldomain.toml")
+    try:
+        with psycopg.connect(pg.info.dsn.replace("user=postgres", "user=clerk")) as clerk:
+            with pytest.raises(InputError, match=r"schema 'deid': the role 'clerk' lacks the CREATE privilege"):
+                anon_duck.run(clerk, _release_in(job, "deid"))
+            with pytest.raises(InputError, match=r"schema 'other' does not exist and the role 'clerk' lacks the "
+                                                 r"CREATE privilege on database"):
+                anon_duck.run(clerk, _release_in(job, "other"))
+        assert _relations(pg) == set()                  # nothing was written
+    finally:
+        pg.execute("DROP SCHEMA deid")
+        pg.execute("DROP OWNED BY clerk")
+        pg.execute("DROP ROLE clerk")

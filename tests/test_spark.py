@@ -653,3 +653,22 @@ def _rounded(value):
     if isinstance(value, (list, tuple)):
         return [_rounded(v) for v in value]
     return value
+
+
+def test_a_release_schema_on_spark_is_a_database_holding_the_whole_release(spark, tmp_path):
+    """``[release] schema = "deid"``: database ``deid`` is created and holds the release's
+    tables and views, staged ones included while publishing, and nothing of it is in the
+    current database; it verifies and exports as DuckDB exports the same job."""
+    job = load_job(JOBS / "artuc_toy.toml").with_release("in_schema")
+    job = dataclasses.replace(job, release=dataclasses.replace(job.release, schema="deid"))
+    before = {t.name for t in spark.spark.catalog.listTables()}
+    on_spark = anon_duck.run(spark.spark, job)
+    assert on_spark.verified and all(c.passed for c in anon_duck.verify(spark.spark, job))
+    names = anon_duck.release.ReleaseNames(job.release.name)
+    assert {t.name for t in spark.spark.catalog.listTables("deid")} == \
+        {*on_spark.tables, names.meta, *(names.view(v) for v in anon_duck.release.analyst_views(job))}
+    assert {t.name for t in spark.spark.catalog.listTables()} == before
+    fresh = duckdb.connect()
+    anon_duck.run(fresh, job)
+    mine = {f.name: f.read_text() for f in anon_duck.export(spark.spark, job, tmp_path / "spark.csv")}
+    assert mine == {f.name: f.read_text() for f in anon_duck.export(fresh, job, tmp_path / "duckdb.csv")}

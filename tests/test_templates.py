@@ -90,6 +90,7 @@ NOT_EXERCISED_BY_TOYS: dict[str, str] = {
     "hierarchy/date_edges.sql.j2": "date hierarchies: tests/test_hierarchy_builders.py",
     "hierarchy/date_values.sql.j2": "date hierarchies: tests/test_hierarchy_builders.py",
     "release/drop_view.sql.j2": "replacing a release's views: tests/test_views.py, tests/test_release_hygiene.py",
+    "release/create_schema.sql.j2": "[release] schema: tests/test_release_hygiene.py, tests/test_postgres.py, tests/test_spark.py",
     "hierarchy/cycles.sql.j2": "only reached once a tree is built; rendered in every run (listed for clarity)",
     "inputs/normalize_codes.sql.j2": "code sets: method jobs",
     "inputs/normalize_events.sql.j2": "events: method jobs",

@@ -17,16 +17,18 @@ from ..csvoptions import CsvOptions
 class Backend(Protocol):
     trace: list
 
-    def writable(self) -> bool:
-        """Whether a release can be written (a run refuses a read-only database up front)."""
+    def writable(self, schema: str = "main") -> bool:
+        """Whether a release can be written into ``schema`` (``main``: the default one; a run
+        refuses a read-only database up front, PostgreSQL a role that may not CREATE there)."""
 
     def in_transaction(self) -> bool:
         """Whether the caller holds a transaction open (every API call refuses one)."""
 
-    def local_copy(self, tables: Sequence[str]) -> ContextManager[Any]:
-        """A DuckDB backend holding the main-schema ``tables`` (what an export writes from, with
-        DuckDB's writers, so every engine exports the same files): DuckDB itself; other engines
-        copy the tables into an in-memory DuckDB through Arrow."""
+    def local_copy(self, tables: Sequence[str], schema: str = "main") -> ContextManager[Any]:
+        """A DuckDB backend whose default schema holds the ``tables`` of ``schema`` (what an
+        export writes from, with DuckDB's writers, so every engine exports the same files):
+        DuckDB itself (a cursor of its own for another schema); other engines copy the tables
+        into an in-memory DuckDB through Arrow."""
 
     def threads(self) -> int:
         """How many threads the engine works with: a Python stage running in parallel uses as
@@ -76,8 +78,8 @@ class Backend(Protocol):
     def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
         """A relation's columns and their types, spelled as DuckDB does (VARCHAR, BIGINT, ...)."""
 
-    def table_exists(self, name: str) -> bool:
-        """Whether the default schema holds a table or view ``name`` (case ignored)."""
+    def table_exists(self, name: str, schema: str = "main") -> bool:
+        """Whether ``schema`` (``main``: the default one) holds a table or view ``name`` (case ignored)."""
 
     def scratch_tables(self, where: Sequence[str]) -> list[str]:
         """The session's scratch tables under ``where`` = (catalog, schema, name prefix), as

@@ -90,8 +90,16 @@ class DuckDBBackend:
         return self.scalar(f"settings: read {name}", render("engines/duckdb/current_setting.sql.j2"), {"name": name})
 
     @contextlib.contextmanager
-    def local_copy(self, tables: Sequence[str]) -> Iterator["DuckDBBackend"]:
-        yield self
+    def local_copy(self, tables: Sequence[str], schema: str = "main") -> Iterator["DuckDBBackend"]:
+        """This connection; a release in another schema is read through a cursor whose default
+        schema is that one (the caller's connection keeps its own)."""
+        if schema == "main":
+            yield self
+            return
+        with self.con.cursor() as cur:
+            reader = DuckDBBackend(cur)
+            reader.run("export: schema", render("engines/duckdb/use_schema.sql.j2", schema=schema))
+            yield reader
 
     def threads(self) -> int:
         return int(self._setting("threads"))
@@ -109,7 +117,7 @@ class DuckDBBackend:
         sql = render("engines/duckdb/transaction_id.sql.j2")
         return self.scalar("transaction: id", sql) == self.scalar("transaction: id", sql)
 
-    def writable(self) -> bool:
+    def writable(self, schema: str = "main") -> bool:
         """Whether this connection's database can be written (not opened read-only)."""
         return bool(self.scalar("database: writable", render("engines/duckdb/database_writable.sql.j2")))
 
@@ -190,8 +198,9 @@ class DuckDBBackend:
     def columns(self, stage: str, relation: Sequence[str] | str) -> dict[str, str]:
         return {name: typ for name, typ in self.rows(stage, render("engines/duckdb/columns.sql.j2", relation=relation))}
 
-    def table_exists(self, name: str) -> bool:
-        return bool(self.scalar("release: exists", render("engines/duckdb/table_exists.sql.j2"), {"name": name}))
+    def table_exists(self, name: str, schema: str = "main") -> bool:
+        return bool(self.scalar("release: exists", render("engines/duckdb/table_exists.sql.j2"),
+                                {"name": name, "schema": schema}))
 
     def scratch_tables(self, where: Sequence[str]) -> list[str]:
         database, schema, prefix = where

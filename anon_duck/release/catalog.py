@@ -26,26 +26,26 @@ class Earlier:
 
 def meta_value(backend: Backend, names: ReleaseNames, key: str) -> Any:
     """One scalar entry of ``<release>_meta`` (None when absent)."""
-    return backend.scalar(f"release: {key}", render("release/meta_value.sql.j2", meta=("main", names.meta)),
+    return backend.scalar(f"release: {key}", render("release/meta_value.sql.j2", meta=names.where(names.meta)),
                           {"key": key})
 
 
 def meta_list(backend: Backend, names: ReleaseNames, key: str) -> list[str]:
     """Every value of a repeated ``<release>_meta`` entry (``table``, ``view``, ``sorted_table``)."""
     return [r[0] for r in backend.rows(f"release: {key} rows",
-                                       render("release/meta_tables.sql.j2", meta=("main", names.meta), key=key))]
+                                       render("release/meta_tables.sql.j2", meta=names.where(names.meta), key=key))]
 
 
-def previous_release(backend: Backend, name: str) -> Earlier | None:
+def previous_release(backend: Backend, names: ReleaseNames) -> Earlier | None:
     """The tables and views of an earlier run of release ``name``, or None if there was none.
 
     A ``<name>_meta`` table is trusted only if it has anon_duck's shape (key, value VARCHAR
     with an ``anon_duck_version`` row) and lists only ``<name>_*`` tables (and views named
     ``<name>`` or ``<name>_*``)."""
-    names = ReleaseNames(name)
-    if not backend.table_exists(names.meta):
+    name = names.release
+    if not backend.table_exists(names.meta, names.schema or "main"):
         return None
-    columns = backend.columns("release: meta columns", ("main", names.meta))
+    columns = backend.columns("release: meta columns", names.where(names.meta))
     ours = list(columns.items()) == [("key", "VARCHAR"), ("value", "VARCHAR")] and \
         meta_value(backend, names, "anon_duck_version") is not None
     listed = {key: meta_list(backend, names, key) if ours else [] for key in ("table", "view")}
@@ -58,8 +58,8 @@ def previous_release(backend: Backend, name: str) -> Earlier | None:
 def release_tables(backend: Backend, job: Job) -> dict[str, tuple[str, ...]]:
     """suffix → qualified name of each published table, from ``<release>_meta``; refuses a
     release another method made (its verifier would read tables it does not know)."""
-    names = ReleaseNames(job.release.name)
-    earlier = previous_release(backend, job.release.name)
+    names = ReleaseNames.of(job)
+    earlier = previous_release(backend, names)
     if earlier is None:
         raise InputError(f"release {job.release.name!r} is not in this database (no table {names.meta!r}); "
                          "run the job first")
@@ -67,12 +67,11 @@ def release_tables(backend: Backend, job: Job) -> dict[str, tuple[str, ...]]:
     if made_by != job.method:
         raise InputError(f"release {job.release.name!r} was made by method {made_by!r}, not by this job's "
                          f"method.name = {job.method!r}")
-    return {names.suffix(t): ("main", t) for t in earlier.tables}
+    return {names.suffix(t): names.where(t) for t in earlier.tables}
 
 
-def read_meta(backend: Backend, name: str) -> dict[str, Any]:
+def read_meta(backend: Backend, names: ReleaseNames) -> dict[str, Any]:
     """The scalar entries of ``<release>_meta``, the JSON ones parsed."""
-    names = ReleaseNames(name)
     value = {key: meta_value(backend, names, key)
              for key in ("method", "seed", "anon_duck_version", "params", "verified", "facts")}
     return {**value, **{key: json.loads(value[key] or "{}") for key in ("params", "verified", "facts")}}

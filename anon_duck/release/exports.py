@@ -37,11 +37,11 @@ def export(engine: Backend, job: Job, to: str | Path) -> list[Path]:
         raise InputError(f"export: {target} exists; anon_duck never writes over an earlier export: remove it "
                          "or export to a new path")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    release = ReleaseNames(job.release.name)
+    release = ReleaseNames.of(job)
     names = [release.table(s) for s in release_tables(engine, job)] + [release.meta] + \
-        previous_release(engine, job.release.name).views      # the analyst views, as tables
+        previous_release(engine, release).views      # the analyst views, as tables
     order = _release_order(engine, release)
-    with engine.local_copy(names) as backend:
+    with engine.local_copy(names, release.schema or "main") as backend:
         _write_export(backend, names, order, partial, target, fmt, is_db)
     return [target] if is_db else [target / f"{name}.{fmt}" for name in names]
 

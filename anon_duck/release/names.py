@@ -1,18 +1,32 @@
 """How a release's tables and views are named: ``<release>_<suffix>`` for every table,
-``<release>_meta`` for its metadata, ``<release>`` for the main analyst view. One place spells
-them, so publication, export, verification and the hygiene checks agree."""
+``<release>_meta`` for its metadata, ``<release>`` for the main analyst view, all in the
+job's ``[release] schema`` (DuckDB's ``main``, the connection's current schema or database,
+when the job names none). One place spells them, so publication, export, verification and the
+hygiene checks agree."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..job import Job
+from ..jobspec import Release
 from ..methods.base import AnalystView
 
 
 @dataclass(frozen=True)
 class ReleaseNames:
-    """The names of release ``release``'s objects (all in the database's main schema)."""
+    """The names of release ``release``'s objects, all in ``schema`` (None: the default one)."""
 
     release: str
+    schema: str | None = None
+
+    @classmethod
+    def of(cls, job: Job) -> ReleaseNames:
+        """The names of ``job``'s release."""
+        return cls(job.release.name, job.release.schema)
+
+    def where(self, name: str) -> tuple[str, str]:
+        """The qualified name of one of the release's tables or views (jobspec.Release.where)."""
+        return Release(self.release, schema=self.schema).where(name)
 
     def table(self, suffix: str) -> str:
         """``<release>_<suffix>``: a published table (or a secondary analyst view)."""
@@ -49,5 +63,7 @@ class TableNames(dict):
         super().__init__()
         self.names = names
 
-    def __missing__(self, suffix: str) -> tuple[str]:
-        return (self.names.table(suffix),)
+    def __missing__(self, suffix: str) -> tuple[str, ...]:
+        # unqualified in the default schema: a view reads its tables as the search path finds them
+        table = self.names.table(suffix)
+        return self.names.where(table) if self.names.schema else (table,)

@@ -30,19 +30,22 @@ def publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult],
             facts: Mapping[str, Any]) -> list[str]:
     """Publish the staged ``tables`` (``ReleaseTable``s) of a verified run; returns the
     published tables' names."""
-    names = ReleaseNames(job.release.name)
+    names = ReleaseNames.of(job)
     published = [names.table(t.suffix) for t in tables]
     views = analyst_views(job)
     view_names = [names.view(v) for v in views]
     meta_rows = sorted(_meta_rows(job, names, tables, checks, facts) + [("view", v) for v in view_names])
-    staged = {table: staging(table) for table in published + [names.meta]}
+    staged = {table: staging(table, names.schema) for table in published + [names.meta]}
     try:
         with backend.transaction():
-            earlier = previous_release(backend, names.release)
+            if names.schema:     # [release] schema: created if absent, in the publication's transaction
+                backend.run(f"publish: schema {names.schema}", render("release/create_schema.sql.j2",
+                                                                       schema=names.schema))
+            earlier = previous_release(backend, names)
             previous = [] if earlier is None else earlier.tables + [names.meta]
             previous_views = [] if earlier is None else earlier.views
             for table in published + view_names:   # never overwrite what no earlier run of this release made
-                if table not in previous + previous_views and backend.table_exists(table):
+                if table not in previous + previous_views and backend.table_exists(table, names.schema or "main"):
                     raise InputError(f"release.name = {names.release!r} would overwrite table {table!r}, which is "
                                      "not part of an earlier release of that name; choose another release name")
             # 1. every table under its staging name: the previous release is still whole
@@ -54,9 +57,9 @@ def publish(backend: Backend, job: Job, tables: list, checks: list[CheckResult],
                                                      "value": [v for _, v in meta_rows]})
             # 2. swap: drop the previous release, move the staged tables into place
             for old in previous_views:
-                backend.run(f"publish: drop view {old}", render("release/drop_view.sql.j2", target=("main", old)))
+                backend.run(f"publish: drop view {old}", render("release/drop_view.sql.j2", target=names.where(old)))
             for old in previous:
-                backend.run(f"publish: drop {old}", render("release/drop_table.sql.j2", target=("main", old)))
+                backend.run(f"publish: drop {old}", render("release/drop_table.sql.j2", target=names.where(old)))
             for table, source in staged.items():
                 backend.run(f"publish: rename {table}", render("release/rename_table.sql.j2", source=source, name=table))
             # 3. the analyst views over the published tables (docs/analyst.md)

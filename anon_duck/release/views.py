@@ -26,8 +26,8 @@ def view_sql(job: Job, view: AnalystView, mode: str, columns: Sequence[str] = ()
     parameters are there too (``params``: a view may answer as the method's report does, e.g.
     disassociation's item_count). ``only``: the names of the bind parameters of a sampled check
     (:func:`view_sample`)."""
-    names = ReleaseNames(job.release.name)
-    return render(view.template, mode=mode, target=("main", names.view(view)), tables=TableNames(names),
+    names = ReleaseNames.of(job)
+    return render(view.template, mode=mode, target=names.where(names.view(view)), tables=TableNames(names),
                   params=get_method(job.method).check_params(job), columns=list(columns),
                   only=[f"${p}" for p in only or ()], **view.context)
 
@@ -37,7 +37,7 @@ def view_sample(backend: Backend, job: Job, view: AnalystView) -> dict[str, Any]
     (sql/views/sample_values.sql.j2); none for a view checked in full."""
     if view.sample is None:
         return {}
-    names = ReleaseNames(job.release.name)
+    names = ReleaseNames.of(job)
     values = render(view.sample.template, tables=TableNames(names))
     rows = backend.rows(f"verify: sample of view {names.view(view)}",
                         render("views/sample_values.sql.j2", values=values, size=view.sample.size),
@@ -50,14 +50,14 @@ def check_views(backend: Backend, job: Job) -> CheckResult:
     definition over the release tables, row for row (a view replaced by hand, or one missing,
     is a violation naming it); a view of pairs on the rows of a seeded sample of its first
     column's values (:class:`ViewSample`), so the check stays linear in the release."""
-    names = ReleaseNames(job.release.name)
+    names = ReleaseNames.of(job)
     violations = []
     for view in analyst_views(job):
         name = names.view(view)
-        if not backend.table_exists(name):
+        if not backend.table_exists(name, names.schema or "main"):
             violations.append({"view": name, "problem": "missing"})
             continue
-        columns = list(backend.columns(f"verify: columns of view {name}", ("main", name)))
+        columns = list(backend.columns(f"verify: columns of view {name}", names.where(name)))
         only = view_sample(backend, job, view)
         differ = int(backend.scalar(f"verify: view {name}", view_sql(job, view, "mismatches", columns, list(only)),
                                     only))

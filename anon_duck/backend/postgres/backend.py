@@ -57,19 +57,24 @@ class PostgresBackend:
 
         return self.con.info.transaction_status != TransactionStatus.IDLE
 
-    def writable(self) -> bool:
+    def writable(self, schema: str = "main") -> bool:
         """Whether a release can be written: the session may write, and the role may CREATE in
-        the schema it publishes into. A role without CREATE is refused here, before any work,
+        the schema it publishes into (``main``: the current one; one not there yet: the role may
+        create schemas in the database). A role without CREATE is refused here, before any work,
         with the privilege named. Inside the caller's open transaction nothing is asked: the
         call refuses that transaction next (in_transaction), and a statement would join it."""
         if self.in_transaction():
             return True
-        schema, can_create, writable = self.rows("database: privileges",
-                                                 render("engines/postgres/privileges.sql.j2"))[0]
-        if writable and not can_create:
-            raise InputError(f"PostgreSQL schema {schema!r}: the role {self.con.info.user!r} lacks the CREATE "
+        name, present, can_create, writable = self.rows("database: privileges", render("engines/postgres/privileges.sql.j2"),
+                                               {"schema": schema})[0]
+        if writable and not can_create and present:
+            raise InputError(f"PostgreSQL schema {name!r}: the role {self.con.info.user!r} lacks the CREATE "
                              f"privilege on it, which publishing a release needs (GRANT CREATE ON SCHEMA "
-                             f"{schema} TO {self.con.info.user}); nothing was run")
+                             f"{name} TO {self.con.info.user}); nothing was run")
+        if writable and not can_create:
+            raise InputError(f"PostgreSQL schema {name!r} does not exist and the role {self.con.info.user!r} lacks the "
+                             f"CREATE privilege on database {self.con.info.dbname!r}, which creating it needs (create "
+                             f"the schema and GRANT CREATE ON SCHEMA {name} TO {self.con.info.user}); nothing was run")
         return bool(writable)
 
     # -- statements ----------------------------------------------------------------------
@@ -195,8 +200,9 @@ class PostgresBackend:
                 pgsql.Identifier(*(p.name for p in table.parts))))
             return [c.name for c in cur.description]
 
-    def table_exists(self, name: str) -> bool:
-        return bool(self.scalar("release: exists", render("engines/postgres/table_exists.sql.j2"), {"name": name}))
+    def table_exists(self, name: str, schema: str = "main") -> bool:
+        return bool(self.scalar("release: exists", render("engines/postgres/table_exists.sql.j2"),
+                                {"name": name, "schema": schema}))
 
     def scratch_tables(self, where: Sequence[str]) -> list[str]:
         return [t for (t,) in self.rows("scratch: list", render("engines/postgres/scratch_tables.sql.j2"),
@@ -218,7 +224,7 @@ class PostgresBackend:
             self._publishing = False
 
     @contextlib.contextmanager
-    def local_copy(self, tables: Sequence[str]) -> Iterator[DuckDBBackend]:
+    def local_copy(self, tables: Sequence[str], schema: str = "main") -> Iterator[DuckDBBackend]:
         """The release tables in an in-memory DuckDB with DuckDB's types, through Arrow: every
         engine exports with DuckDB's writers, so the files are the same."""
         import pyarrow as pa
@@ -226,7 +232,7 @@ class PostgresBackend:
         with duckdb.connect() as local:
             copy = DuckDBBackend(local)
             for table in tables:
-                cur = self._cursor(f"export: read {table}", render("engines/postgres/all_rows.sql.j2", relation=("main", table)),
+                cur = self._cursor(f"export: read {table}", render("engines/postgres/all_rows.sql.j2", relation=(schema, table)),
                                    None)
                 rows = cur.fetchall()
                 kinds = self._kinds(cur)

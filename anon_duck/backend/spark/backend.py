@@ -68,7 +68,7 @@ class SparkBackend:
         return anonymize_in_executors(self, self.spark, job, method, inputs, params, fragments)
 
     @contextlib.contextmanager
-    def local_copy(self, tables: Sequence[str]) -> Iterator[Any]:
+    def local_copy(self, tables: Sequence[str], schema: str = DEFAULT_SCHEMA) -> Iterator[Any]:
         """The release tables in an in-memory DuckDB, brought to the driver through Arrow: an
         export is the file a steward hands out, written by the same DuckDB writers on every
         engine (a release larger than the driver's memory is written with Spark's own writer)."""
@@ -76,7 +76,7 @@ class SparkBackend:
             local = DuckDBBackend(con)
             for table in tables:
                 with _engine_errors(f"export: read {table}"):
-                    arrow = self.spark.table(quoted(table)).toArrow()
+                    arrow = self.spark.table(_in_database(schema, table)).toArrow()
                 local.write_arrow(f"export: copy {table}", ("main", table), arrow)
             yield local
 
@@ -88,7 +88,7 @@ class SparkBackend:
         """Spark's sort spills to disk at any size: a release table is published in one statement."""
         return None
 
-    def writable(self) -> bool:
+    def writable(self, schema: str = DEFAULT_SCHEMA) -> bool:
         """A session writes to its warehouse; a read-only catalog shows at the first write."""
         return True
 
@@ -199,9 +199,13 @@ class SparkBackend:
             fields = self.spark.table(quoted(name) if "." not in name else name).schema.fields
         return {f.name: duckdb_type(f.dataType.simpleString()) for f in fields}
 
-    def table_exists(self, name: str) -> bool:
+    def table_exists(self, name: str, schema: str = DEFAULT_SCHEMA) -> bool:
+        """In the current database (``main``) or database ``schema`` (none there: no table)."""
         wanted = name.lower()
-        return any(t.name.lower() == wanted for t in self.spark.catalog.listTables())
+        if schema == DEFAULT_SCHEMA:
+            return any(t.name.lower() == wanted for t in self.spark.catalog.listTables())
+        return self.spark.catalog.databaseExists(schema) and any(
+            t.name.lower() == wanted and not t.isTemporary for t in self.spark.catalog.listTables(schema))
 
     def scratch_tables(self, where: Sequence[str]) -> list[str]:
         prefix = where[-1]
@@ -210,6 +214,12 @@ class SparkBackend:
     def scratch_exists(self, name: Sequence[str]) -> bool:
         """A scratch table is a session-local view under its last name part."""
         return bool(self.spark.catalog.tableExists(name[-1]))
+
+
+def _in_database(schema: str, table: str) -> str:
+    """A table of the current database (``main``) or of database ``schema``, quoted for
+    ``spark.table``."""
+    return quoted(table) if schema == DEFAULT_SCHEMA else f"{quoted(schema)}.{quoted(table)}"
 
 
 def _snapshot(df: Any) -> Any:

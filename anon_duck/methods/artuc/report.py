@@ -103,7 +103,7 @@ def are_counts(backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, 
 
 
 def _facts(backend: Backend, job: Job) -> dict[str, Any]:
-    meta = ("main", f"{job.release.name}_meta")
+    meta = job.release.where(f"{job.release.name}_meta")
     try:
         rows = backend.rows("report: release facts", render("release/meta_value.sql.j2", meta=meta), {"key": "facts"})
     except AnonDuckError:   # a staged (unpublished) release has no metadata table yet

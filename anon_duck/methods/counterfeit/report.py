@@ -67,7 +67,7 @@ def counterfeit_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
     out["query_error"] = {q["column"]: query_error(backend, inputs.person, ds.sensitive, q, release=release,
                                                    catalog=catalog, truthful=truthful) for q in qis}
     facts = json.loads(backend.scalar("report: run facts", render("release/meta_value.sql.j2",
-                                                                  meta=("main", f"{job.release.name}_meta")),
+                                                                  meta=job.release.where(f"{job.release.name}_meta")),
                                       {"key": "facts"}) or "{}")
     out["from_run"] = {k: facts.get(k) for k in ("levels", "rce", "lm_real", "found_h", "nodes_evaluated",
                                                  "counterfeit_values", "interval_mode")}

@@ -46,7 +46,7 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
                           params: DisParams) -> dict[str, Any]:
     assert inputs.codes is not None
     rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
-    baseline = _baseline_tables(backend, params.baseline_release) if params.baseline_release else None
+    baseline = _baseline_tables(backend, job, params.baseline_release) if params.baseline_release else None
     allowed = kept_codes(backend, rec, baseline["tokens"]) if baseline else np.ones(rec.n_codes, dtype=bool)
     w1, w2, sigma_w1 = workloads(rec, allowed, params.queries, params.w1_minsup_percent, job.release.seed,
                                  backend)
@@ -99,17 +99,18 @@ def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], querie
     return out
 
 
-def _baseline_tables(backend: Backend, name: str) -> dict[str, tuple[str, ...]]:
-    """The tables of a published ``cba`` release (``method.baseline_release``)."""
-    meta = ("main", f"{name}_meta")
-    if not backend.table_exists(meta[1]):
+def _baseline_tables(backend: Backend, job: Job, name: str) -> dict[str, tuple[str, ...]]:
+    """The tables of a published ``cba`` release (``method.baseline_release``), in the schema
+    of this job's release."""
+    meta = job.release.where(f"{name}_meta")
+    if not backend.table_exists(meta[1], meta[0]):
         raise InputError(f"method.baseline_release = {name!r}: no release of that name in this database; "
                          "run the cba job first")
     method = backend.scalar("report: baseline method", render("disassociation/release_method.sql.j2", meta=meta))
     if method != "cba":
         raise InputError(f"method.baseline_release = {name!r} is a {method!r} release; the comparison needs a "
                          "release of method \"cba\"")
-    return {s: ("main", f"{name}_{s}") for s in ("clusters", "record_tokens", "tokens")}
+    return {s: job.release.where(f"{name}_{s}") for s in ("clusters", "record_tokens", "tokens")}
 
 
 def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed: int, n: int, k: int,

@@ -46,7 +46,7 @@ def avg_re(backend: Backend, job: Job, inputs: Inputs, params: LongitudinalParam
 def longitudinal_report(backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                         params: LongitudinalParams) -> dict[str, Any]:
     """ILM/ALM (both normalizations, spec A4), cluster sizes and AvgRE."""
-    meta = ("main", f"{job.release.name}_meta")
+    meta = job.release.where(f"{job.release.name}_meta")
     facts = json.loads(backend.scalar("report: facts", render("release/meta_value.sql.j2", meta=meta),
                                       {"key": "facts"}) or "{}")
     out: dict[str, Any] = {key: facts.get(key) for key in LOSS_FACTS}
