@@ -81,7 +81,7 @@ HAVING {{ anon_duck.l_diversity_violated('count(*)', entropy_sql, violating_l, k
 {% if kind == 'entropy' -%}
 coalesce({{ entropy_value }}, 0) < ln({{ l_value }}) - 1e-9
 {%- elif kind == 'recursive' -%}
-CAST({{ top }} AS DOUBLE) >= {{ anon_duck.positive_number(c, 'c') }} * {{ tail }}
+CAST({{ top }} AS {{ anon_duck.type_double() }}) >= {{ anon_duck.positive_number(c, 'c') }} * {{ tail }}
 {%- else -%}
 {{ n_distinct }} < {{ l_value }}
 {%- endif %}

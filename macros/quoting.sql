@@ -84,7 +84,7 @@
       or value < 0 or (value == 0 and not allow_zero) or (maximum is not none and value > maximum) -%}
 {{- exceptions.raise_compiler_error("anon_duck: argument " ~ name ~ " must be a number " ~ (">= 0" if allow_zero else "> 0") ~ (" and <= " ~ maximum if maximum is not none else "") ~ "; got " ~ value) -}}
 {%- endif -%}
-CAST({{ value | float }} AS DOUBLE)
+CAST({{ value | float }} AS {{ anon_duck.type_double() }})
 {%- endmacro %}
 
 {#- Type names the checks cast to: DuckDB and Spark read DOUBLE and STRING, PostgreSQL spells

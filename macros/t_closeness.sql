@@ -41,13 +41,13 @@
 {%- set cells -%}
     SELECT {% for col in columns %}{{ anon_duck.quote_identifier(col) }} AS q_{{ loop.index0 }}, {% endfor %}{{ s }} AS s,
            dense_rank() OVER (ORDER BY {{ keys }}) AS class_id,
-           CAST(count(*) AS DOUBLE) / sum(count(*)) OVER (PARTITION BY {{ keys }}) AS p,
+           CAST(count(*) AS {{ anon_duck.type_double() }}) / sum(count(*)) OVER (PARTITION BY {{ keys }}) AS p,
            sum(count(*)) OVER (PARTITION BY {{ keys }}) AS class_size
     FROM {{ relation }}
     GROUP BY {{ keys }}, {{ s }}
 {%- endset -%}
 {%- set ref -%}
-    SELECT {{ s }} AS s, CAST(count(*) AS DOUBLE) / sum(count(*)) OVER () AS q
+    SELECT {{ s }} AS s, CAST(count(*) AS {{ anon_duck.type_double() }}) / sum(count(*)) OVER () AS q
     FROM {{ relation if reference is none else reference }}
     GROUP BY {{ s }}
 {%- endset -%}

@@ -429,7 +429,9 @@ def test_fragments_run_one_task_each_with_adaptive_execution_on(spark):
     jobs = sorted(set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier)
     tasks = [tracker.getStageInfo(s).numTasks for j in jobs for s in tracker.getJobInfo(j).stageIds]
     assert result.verified and result.facts["partition"]["fragments"] == 3
-    assert tasks == [3] and peak[0] == 2
+    # three tasks, more than one at a time (the tracker's snapshot of a stage can count a task
+    # that is finishing beside the one starting on its core, so the peak may read 3 on 2 cores)
+    assert tasks == [3] and peak[0] >= 2
     duck = duckdb.connect()
     _codes_job(duck)
     anon_duck.run(duck, job)
