@@ -12,7 +12,7 @@ import duckdb
 
 from . import api, backend
 from .version import __version__
-from .errors import AnonDuckError, InputError, JobError, VerificationError
+from .errors import AnonDuckError, JobError, VerificationError
 from .job import check_threshold, load_job
 from .reports.risk_text import risk_summary
 from . import progress as progress_lines
@@ -55,12 +55,15 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--db", default=":memory:",
                            help="DuckDB database file holding input tables, if the job names any (default: "
                                 "in-memory; a file that does not exist yet is not created: this command writes "
-                                "nothing); with --engine spark a warehouse folder")
+                                "nothing); with --engine spark a warehouse folder; with --engine postgres a "
+                                "postgresql:// URI (default: libpq's environment variables)")
         else:   # a release in an in-memory database would vanish with the process
             c.add_argument("--db", required=True, help="DuckDB database file holding the input and the release; "
-                                                       "with --engine spark, the Spark warehouse folder")
+                                                       "with --engine spark, the Spark warehouse folder; with "
+                                                       "--engine postgres, a postgresql:// URI")
         c.add_argument("--engine", choices=ENGINES, default="duckdb",
-                       help="where the work runs (default: duckdb); spark needs the spark extra and Java 17+")
+                       help="where the work runs (default: duckdb); spark needs the spark extra and Java 17+, "
+                            "postgres the postgres extra and a server")
         c.add_argument("--spark-master", default=None, metavar="URL",
                        help="Spark master with --engine spark (default: local[*], or spark-submit's --master)")
         c.set_defaults(func=func, command=name)
