@@ -234,6 +234,7 @@ def test_release_has_no_ids_and_unlinkable_deterministic_sub_ids(con):
                                       " AND table_name <> 'toy_dis_meta'").fetchall()}
     assert cols == {"cluster_id", "n_records", "joint_id", "chunk_id", "sub_id", "codes", "code",
                     "code_a", "code_b", "support",       # these three: the support view's
+                    "code_a_label", "code_b_label",      # the support view's labels
                     "code_label",                        # the terms view's labels, and the retention counts
                     "persons_input", "persons_exact", "persons_generalized", "persons_without_count",
                     "persons_dropped"}

@@ -599,33 +599,13 @@ def test_every_template_the_demo_executes_ran_on_spark(spark):
 
 
 @pytest.mark.slow
-def test_ctrl_c_while_publishing_on_spark_leaves_no_staged_table(tmp_path):
-    """Issue #29 item 5: SIGINT (PySpark's own handler: KeyboardInterrupt inside the py4j call
-    waiting for the JVM) while a staged table is written ends the run with exit 130 and leaves
-    no ``_ad_staged_*`` table in the warehouse: the drops run on a gateway connection of their
-    own. Checked in a fresh process over the same warehouse."""
-    pytest.importorskip("pyspark")
-    import subprocess
-    import sys
-    warehouse = tmp_path / "wh"
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("interrupt_at.py")), "publish: rename", "0",
-                           "run", str(JOBS / "toy_fulldomain.toml"), "--engine", "spark", "--db", str(warehouse)],
-                          capture_output=True, text=True, timeout=600)
-    assert "interrupting at publish: rename" in proc.stderr
-    assert proc.returncode == 130 and "interrupted; nothing was published" in proc.stderr, proc.stderr[-3000:]
-    listing = subprocess.run([sys.executable, "-c", "import sys; from anon_duck.backend.spark import spark_session; "
-                              "s = spark_session(sys.argv[1]); print(sorted(t.name for t in s.catalog.listTables()))",
-                              str(warehouse)], capture_output=True, text=True, timeout=600)
-    assert listing.returncode == 0, listing.stderr[-3000:]
-    assert listing.stdout.strip().splitlines()[-1] == "[]"     # no staged table, no release
-
-
-@pytest.mark.slow
 def test_the_omop_export_runs_every_method_on_spark(spark):
     """#30: fixtures/omop_export (upper-case file names and headers, a vocabulary trimmed to
     the used condition concepts, concept 0, a polyhierarchy) on Spark: each of the five methods
     runs from ``[input.omop] path =`` alone and verifies there, with DuckDB's warnings and facts;
-    the same from a schema whose tables have upper-case columns."""
+    the same from a schema whose tables have upper-case columns for one person-table method and
+    one code method (reading a schema is the OMOP expansion's, the same for every method; the
+    five methods from a schema are tested on DuckDB: tests/test_omop_export.py)."""
     from test_omop_export import EXPORT, METHODS, export_job, schema_job
     spark.spark.sql("CREATE DATABASE IF NOT EXISTS cdm")
     with duckdb.connect() as con:
@@ -641,9 +621,10 @@ def test_the_omop_export_runs_every_method_on_spark(spark):
         on_duckdb = anon_duck.run(duckdb.connect(), job)
         assert result.warnings == on_duckdb.warnings and len(result.warnings) in (1, 2), method
         assert _rounded(result.facts) == _rounded(on_duckdb.facts), method     # sums of floats: another order
-        again = anon_duck.run(spark.spark, schema_job(method, "cdm", f"spark_schema_{method}"))
-        assert again.verified and again.warnings == result.warnings, method
-        assert _rounded(again.facts) == _rounded(result.facts), method
+        if method in ("fulldomain", "disassociation"):
+            again = anon_duck.run(spark.spark, schema_job(method, "cdm", f"spark_schema_{method}"))
+            assert again.verified and again.warnings == result.warnings, method
+            assert _rounded(again.facts) == _rounded(result.facts), method
 
 
 def _rounded(value):

@@ -171,12 +171,13 @@ def test_kkm_refuses_nulls_and_duplicate_ids_from_its_statement(backend, broken,
 def test_bench_floors_compute_what_the_verifiers_report(tmp_path, monkeypatch):
     # the floor is the same check, hand-written: it must find the same smallest class and the
     # same number of rare itemsets, or the ratio would compare different work
-    from benchmarks import spark_cases  # noqa: F401 - registers the Spark floor, whatever ran before
+    from benchmarks import postgres_cases, spark_cases  # noqa: F401 - register the engines' floors
     from benchmarks.cases import CASES, FLOORS
     monkeypatch.chdir(tmp_path)
     assert FLOORS == {"verify_k_floor": "verify_k", "verify_l_floor": "verify_l", "verify_km_floor": "verify_km",
                       "verify_kkm_floor": "verify_kkm", "verify_lkc_floor": "verify_lkc",
-                      "verify_k_spark_floor": "verify_k_spark"}
+                      "verify_k_spark_floor": "verify_k_spark", "verify_k_postgres_floor": "verify_k_postgres",
+                      "verify_km_postgres_floor": "verify_km_postgres"}
     assert CASES["verify_k_floor"](0.001)["value"] == CASES["verify_k"](0.001)["min_class"]
     assert CASES["verify_km_floor"](0.001)["value"] == CASES["verify_km"](0.001)["violations"]
     # (k, k^m): small classes + rare tokens and token pairs of a class, counted alike
