@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import partition, release
+from . import partition, release, retention
 from .backend import Backend, backend_for
 from .errors import AnonDuckError, VerificationError
 from .inputs import Inputs, load_population, prepare
 from .job import Job, Source
 from .methods import get_method
-from .methods.base import Progress
+from .methods.base import Method, Progress, Staged
 from .risk import Population, codes_risk, drivers, events_risk, qi_risk, resolve_risk_options
 from .session import Connection, session
 from .sqlrender import render
@@ -65,12 +65,28 @@ def run(con: Connection, job: Job, *, progress: Progress | None = None) -> RunRe
     partition.check(job, method, params)
     with session(con, job, publishes=True) as backend:
         inputs = prepare(backend, job)
-        staged = partition.anonymize(backend, job, method, inputs, params, progress or _quiet)
-        checks = method.verify(backend, job, {t.suffix: t.staged for t in staged.tables}, params)
+        staged = _anonymize(backend, job, method, inputs, params, progress)
+        checks = _verify_staged(backend, job, method, staged, params)
         _gate(job, checks)
         tables = release.publish(backend, job, staged.tables, checks, staged.facts)
     return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace,
                      inputs.warnings)
+
+
+def _anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, params: Any,
+               progress: Progress | None) -> Staged:
+    """The release as it will be published, staged: the method's (partitioned when the job says
+    so), then its retention table without the counts of rare codes (retention.py)."""
+    staged = partition.anonymize(backend, job, method, inputs, params, progress or _quiet)
+    return retention.merge_rare_codes(backend, staged, retention.min_persons(job, params))
+
+
+def _verify_staged(backend: Backend, job: Job, method: Method, staged: Staged, params: Any) -> list[CheckResult]:
+    """The independent checks of a staged release: the method's verifier and the retention
+    table's small-count check."""
+    tables = {t.suffix: t.staged for t in staged.tables}
+    return method.verify(backend, job, tables, params) + \
+        retention.check(backend, tables, retention.min_persons(job, params))
 
 
 def _gate(job: Job, checks: list[CheckResult]) -> None:
@@ -93,8 +109,9 @@ def verify(con: Connection, job: Job) -> list[CheckResult]:
     method = get_method(job.method)
     params = method.check_params(job)
     with session(con, job) as backend:   # a verifier may re-read the inputs into scratch tables
-        return method.verify(backend, job, release.release_tables(backend, job), params) + \
-            [release.check_views(backend, job)]
+        tables = release.release_tables(backend, job)
+        return method.verify(backend, job, tables, params) + \
+            retention.check(backend, tables, retention.min_persons(job, params)) + [release.check_views(backend, job)]
 
 
 def report(con: Connection, job: Job) -> dict[str, Any]:
@@ -179,9 +196,9 @@ def sweep(con: Connection, job: Job, param: str, values: Sequence[Any], *, progr
         t0 = time.perf_counter()
         with session(con, point_job) as backend:
             inputs = prepare(backend, point_job)
-            staged = partition.anonymize(backend, point_job, method, inputs, params, progress or _quiet)
+            staged = _anonymize(backend, point_job, method, inputs, params, progress)
             tables = {t.suffix: t.staged for t in staged.tables}
-            checks = method.verify(backend, point_job, tables, params)
+            checks = _verify_staged(backend, point_job, method, staged, params)
             _gate(point_job, checks)
             point = measure_point(backend, point_job, inputs, tables, staged.facts,
                                   lambda: _method_report(backend, point_job, inputs, tables, params))

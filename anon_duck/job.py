@@ -260,7 +260,7 @@ def _date_hierarchies_on_dates(d: Dataset, hierarchies: Mapping[str, HierarchySp
 
 
 def _release(t: Mapping[str, Any]) -> Release:
-    _only(t, "release", {"name", "seed", "schema"})
+    _only(t, "release", {"name", "seed", "schema", "retention_min_persons"})
     _required(t, "release", ("name",))
     name = _str(t["name"], "release.name")
     if not _RELEASE_NAME.match(name):
@@ -271,7 +271,11 @@ def _release(t: Mapping[str, Any]) -> Release:
     schema = _opt_str(t.get("schema"), "release.schema")
     if schema is not None and not _RELEASE_NAME.match(schema):
         raise JobError(f"release.schema = {schema!r}: use letters, digits and _ (one schema, created if absent)")
-    return Release(name, seed, None if schema == "main" else schema)
+    floor = t.get("retention_min_persons")
+    if floor is not None and (not isinstance(floor, int) or isinstance(floor, bool) or floor < 1):
+        raise JobError(f"release.retention_min_persons = {floor!r}: must be a whole number >= 1 (1 publishes "
+                       "every code's counts; the default is the method's k)")
+    return Release(name, seed, None if schema == "main" else schema, floor)
 
 
 # DuckDB crashes on an absurd thread count (2**40) instead of refusing it

@@ -134,6 +134,9 @@ class Release:
     name: str
     seed: int = 0
     schema: str | None = None     # where the release is published (created if absent); None: the default
+    # the fewest input persons a code of <release>_retention may stand for; rarer codes are merged
+    # into one row (anon_duck/retention.py); None: the method's k
+    retention_min_persons: int | None = None
 
     def where(self, table: str) -> tuple[str, str]:
         """A table or view of the release's schema, qualified (``main`` stands for the default

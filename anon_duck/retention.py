@@ -12,19 +12,30 @@ over disjoint fragments of the persons, so a partitioned run sums the fragments'
 records the release shows with the exact value (status ``exact``, level 0), generalized
 ``level`` levels up the QI's hierarchy (``generalized``), or not at all (``suppressed``, level
 NULL). docs/analyst.md shows how to read both before trusting a count.
+
+A code's input count is not covered by the privacy models, so ``<release>_retention`` counts
+only codes held by at least ``[release] retention_min_persons`` persons (default: the method's
+k); a rarer code keeps its row (NULL counts) only when the release names it anyway, and the
+rare codes' counts are summed into one row with code NULL (:func:`merge_rare_codes`). The
+independent check :func:`~anon_duck.verifiers.models.min_count` gates it like every other
+release table.
 """
 from __future__ import annotations
+
+from typing import Any, Mapping
 
 from .backend.base import Backend
 from .columns import hi_column, lo_column
 from .hierarchy import NODES
 from .inputs import Inputs
 from .job import Job
-from .methods.base import ReleaseTable
+from .methods.base import ReleaseTable, Staged
 from .scratch import scratch
+from .verifiers.models import CheckResult, min_count
 from .sqlrender import render
 
 RETENTION = scratch("retention_codes")
+MERGED = scratch("retention_merged")
 EVENT_CODES = scratch("retention_event_codes")
 OUTCOMES = scratch("retention_outcomes")
 QI_RETENTION = scratch("retention_qis")
@@ -80,3 +91,35 @@ def qi_retention_levels(backend: Backend, job: Job, inputs: Inputs, release: tup
     backend.run("retention: quasi-identifiers", render("retention/qi_levels.sql.j2", target=target, release=release,
                                                        catalog=catalog, qis=qis), {"n_input": inputs.n_rows})
     return ReleaseTable("qi_retention", target, shuffle=False, sums=QI_KEYS)
+
+
+def min_persons(job: Job, params: Any) -> int:
+    """The fewest input persons a named code of ``<release>_retention`` stands for: the job's
+    ``[release] retention_min_persons``, else the method's k (the group size its privacy model
+    already publishes), else 1."""
+    if job.release.retention_min_persons is not None:
+        return job.release.retention_min_persons
+    return int(getattr(params, "k", 1))
+
+
+def merge_rare_codes(backend: Backend, staged: Staged, floor: int) -> Staged:
+    """``staged`` with its retention table as published: no count of a code held by fewer than
+    ``floor`` persons, their sums in one row (sql/retention/rare_codes.sql.j2). Run on the whole
+    input's counts, after a partitioned run has summed its fragments; a release without codes
+    is returned as it is."""
+    tables = []
+    for t in staged.tables:
+        if t.suffix == "retention":
+            backend.run("retention: merge rare codes", render("retention/rare_codes.sql.j2", target=MERGED,
+                                                              source=t.staged, floor=floor))
+            t = ReleaseTable(t.suffix, MERGED, t.shuffle, t.repeats, t.sums)
+        tables.append(t)
+    return Staged(tables, staged.facts)
+
+
+def check(backend: Backend, tables: Mapping[str, tuple[str, ...]], floor: int) -> list[CheckResult]:
+    """The independent check of ``<release>_retention`` (staged or published): no named code
+    stands for fewer than ``floor`` persons of the input. None for a release without codes."""
+    if "retention" not in tables:
+        return []
+    return [min_count(backend, relation=tables["retention"], key="code", count="persons_input", min_count=floor)]

@@ -52,7 +52,7 @@ def toy(job_file):
 def test_toy_reproduces_figure3(con, toy):
     result = anon_duck.run(con, toy)
     assert result.verified and [c.name for c in result.checks] == [
-        "artuc_structure", "kkm_anonymity", "utility_constraints_demographics", "utility_constraints_codes"]
+        "artuc_structure", "kkm_anonymity", "utility_constraints_demographics", "utility_constraints_codes", "min_count"]
     assert release_rows(con) == expected_fig3()
     f = result.facts
     assert frac(f["ncp"]) == Fraction(205, 384)          # Σ NCP(r) = 205/48 (paper: 4.28)
@@ -219,7 +219,7 @@ def test_rmr_approximation_ignores_constraints(con, toy):
     job = dataclasses.replace(toy, method="artuc_rmr",
                               params={k: v for k, v in toy.params.items() if k != "constraint"})
     result = anon_duck.run(con, job)
-    assert result.verified and [c.name for c in result.checks] == ["artuc_structure", "kkm_anonymity"]
+    assert result.verified and [c.name for c in result.checks] == ["artuc_structure", "kkm_anonymity", "min_count"]
     assert "approximation" in result.facts["variant"]
     assert "approximation" in anon_duck.report(con, job)["note"]
 

@@ -16,7 +16,7 @@ import anon_duck
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.job import load_job
 from anon_duck.risk import risk_measures
-from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy, t_closeness
+from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy, min_count, t_closeness
 
 from conftest import FIXTURES, JOBS, REPO
 
@@ -38,6 +38,9 @@ SEEDS = {
     "artuc_release": ("artuc_toy.toml", "SELECT record, age, origin, gender FROM artuc_toy_release"),
     "artuc_record_tokens": ("artuc_toy.toml", "SELECT record, token FROM artuc_toy_record_tokens"),
     "mondrian_release": ("mondrian_toy.toml", "SELECT * FROM toy_mondrian_release"),
+    "artuc_retention": ("artuc_toy.toml", "SELECT code, persons_input FROM artuc_toy_retention"),
+    "artuc_code_counts": (None, f"SELECT code, count(DISTINCT rec_id) AS persons_input "
+                                f"FROM read_csv('{FIXTURES}/000/toy_codes.csv', all_varchar = true) GROUP BY code"),
     # NULLs (issue #29 item 11): a NULL QI is a value of its own, a NULL sensitive value too
     "nulls_raw": (None, "SELECT * FROM (VALUES ('a', 'x'), (NULL, 'x'), (NULL, NULL), ('a', NULL), ('b', 'y')) AS t(q, s)"),
     "artuc_raw": (None, f"SELECT d.rec_id, d.age, d.origin, d.gender, c.code "
@@ -192,6 +195,8 @@ def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_v
         ("kkm_anonymous", "artuc_raw"): kkm_anonymity(b, relation="artuc_raw_people", qis=["age", "origin", "gender"],
                                                       codes_relation="artuc_raw", id_col="rec_id", code_col="code",
                                                       k=2, m=2, limit=1000),
+        ("min_count", "artuc_code_counts"): min_count(b, relation="artuc_code_counts", key="code",
+                                                      count="persons_input", min_count=2),
     }
     for key, check in expected_raw.items():
         assert not check.passed
@@ -201,9 +206,9 @@ def test_privacy_tests_pass_on_releases_and_fail_on_raw_tables_like_the_python_v
     assert got[("l_diverse", "nulls_raw")] == ("fail", 1)     # only 'b': NULL counts as a value, 'a' has 2
     released = {key: status for key, status in got.items() if key[1] in
                 {"toy_release", "counterfeit_release", "lkc_release", "cba_record_tokens", "artuc_release",
-                 "mondrian_release"}}
-    assert len(released) == 7 and all(status == ("pass", 0) for status in released.values()), released
-    assert len(got) == 18
+                 "mondrian_release", "artuc_retention"}}
+    assert len(released) == 8 and all(status == ("pass", 0) for status in released.values()), released
+    assert len(got) == 20
 
 
 def test_the_risk_model_equals_the_python_risk_measures(dbt_results):

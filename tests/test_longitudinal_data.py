@@ -19,7 +19,7 @@ def test_mimic_demo_release_verifies(con, job_file, k):
     job = job_file(MIMIC).with_params(k=k).with_release(f"mimic_k{k}")
     res = api.run(con, job)
     assert res.verified and [c.name for c in res.checks] == ["longitudinal_columns", "longitudinal_consistency",
-                                                            "k_anonymity"]
+                                                            "k_anonymity", "min_count"]
     # independent re-check by hand: every released trajectory (pairs from the events table,
     # empty included) is shared by at least k patients, and every patient is released once
     smallest, n = con.execute(f"""

@@ -20,6 +20,9 @@ def test_retention_section_is_the_retention_table(con, job_file):
     doc = api.release_report(con, job)
     rows = con.execute("SELECT code, code_label, persons_input, persons_exact, persons_generalized, "
                        "persons_without_count, persons_dropped FROM artuc_toy_retention").fetchall()
+    merged = [r for r in rows if r[0] is None]
+    uncounted = [r for r in rows if r[2] is None]
+    rows = [r for r in rows if r[0] is not None and r[2] is not None]
     dropped = sorted((r for r in rows if r[6] > 0), key=lambda r: (-r[6], r[0]))[:20]
     codes = doc["retention"]["codes"]
     assert [(r["code"], r["persons_dropped"]) for r in codes["top_dropped"]] == [(r[0], r[6]) for r in dropped]
@@ -29,6 +32,12 @@ def test_retention_section_is_the_retention_table(con, job_file):
     bins = Counter(min(int(10 * (r[2] - r[6]) / r[2]), 9) for r in rows)
     assert codes["codes"] == len(rows) == sum(codes["bins"].values())
     assert list(codes["bins"].values()) == [bins.get(b, 0) for b in range(10)]
+    # the one code held by a single person (k = 2) is named (a token lists it) without counts, which
+    # the merged row holds; neither is in the bins or the top
+    assert uncounted == [("458.21", "458.21", None, None, None, None, None)]
+    assert merged == [(None, "1 code(s) held by fewer than 2 persons", 1, 0, 1, 0, 0)]
+    assert codes["merged"] == dict(zip(("code_label", "persons_input", "persons_exact", "persons_generalized",
+                                        "persons_without_count", "persons_dropped"), merged[0][1:]))
     qis = {(q["qi"], q["status"], q["level"]): q["records"] for q in doc["retention"]["qis"]}
     for qi in ("age", "origin", "gender"):
         assert sum(n for (q, _, _), n in qis.items() if q == qi) == 8      # every toy record, once per QI

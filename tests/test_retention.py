@@ -5,13 +5,17 @@ given only to records holding that code; a disassociation record or shared chunk
 its records' codes once); the four outcomes adding up to the input's count."""
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 
 import pytest
 
 import anon_duck
 from anon_duck.session import session as _session
+from anon_duck.errors import JobError
 from anon_duck.inputs import prepare
+from anon_duck.job import load_job
+from conftest import REPO
 
 COLS = ("code", "code_label", "persons_input", "persons_exact", "persons_generalized", "persons_without_count",
         "persons_dropped")
@@ -33,8 +37,14 @@ def _input_pairs(con, job) -> set[tuple[str, str]]:
         return set(backend.rows("test: pairs", f"SELECT DISTINCT id, code FROM {'.'.join(inputs.events)}"))
 
 
+def _every_code(job):
+    """The job with every code named in its retention table (no merge of rare codes), so the
+    counts of each code can be compared with the input's."""
+    return dataclasses.replace(job, release=dataclasses.replace(job.release, retention_min_persons=1))
+
+
 def _common(con, job) -> dict[str, dict]:
-    result = anon_duck.run(con, job)
+    result = anon_duck.run(con, _every_code(job))
     assert result.verified
     ret = _retention(con, job.release.name)
     held = Counter(code for _, code in _input_pairs(con, job))
@@ -115,13 +125,64 @@ def test_retention_toy_numbers(con, job_file):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["disassociation_bms.toml", "artuc_informs_uc1.toml", "longitudinal_mimic.toml"])
 def test_retention_real(con, job_file, name):
-    import dataclasses
     job = job_file(name)
     if job.method == "artuc":       # ε lifted as in test_artuc_real
         p = {k: v for k, v in job.params.items() if k != "epsilon_share"}
         p.update({"epsilon": 1e9, "merge_candidates": 4})
         job = dataclasses.replace(job, params=p)
     CHECKS[job.method](con, job)
+
+
+@pytest.mark.parametrize("name, size", [("artuc_toy.toml", None), ("disassociation_toy.toml", None),
+                                        ("disassociation_toy.toml", 6), ("omop_disassociation.toml", None),
+                                        ("omop_artuc.toml", None), ("omop_longitudinal.toml", None),
+                                        ("disassociation_cba_toy.toml", None)])
+def test_codes_held_by_fewer_than_k_persons_publish_no_count(con, job_file, name, size):
+    """By default no count below k is published: the table is the every-code one, its rows
+    below k with NULL counts when the release names the code anyway (exact, in a token listing
+    it, in a term chunk: the views read its label) and left out otherwise, and their counts
+    summed into one row of code NULL (after a partitioned run's fragments are summed); the
+    gate's min_count check passed."""
+    job = job_file(name)
+    job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=size))
+    every = list(_common(con, job).values())
+    result = anon_duck.run(con, job)
+    k = job.params["k"]
+    assert [c for c in result.checks if c.name == "min_count"][0].detail == {"min_count": k}
+    got = _retention(con, job.release.name)
+    rare = [r for r in every if r["persons_input"] < k]
+    tokens_name_codes = job.method in ("artuc", "cba")      # longitudinal generalizes to ancestors
+
+    def named(r):
+        return r["persons_exact"] + r["persons_without_count"] + tokens_name_codes * r["persons_generalized"] > 0
+
+    expected = {r["code"]: r for r in every if r["persons_input"] >= k}
+    expected.update({r["code"]: {**r, **dict.fromkeys(COLS[2:])} for r in rare if named(r)})
+    if rare:
+        expected[None] = {"code": None, "code_label": f"{len(rare)} code(s) held by fewer than {k} persons",
+                          **{c: sum(r[c] for r in rare) for c in COLS[2:]}}
+    assert got == expected
+    assert all(r["persons_input"] is None or r["persons_input"] >= k for code, r in got.items() if code is not None)
+    assert sum(r["persons_input"] or 0 for r in got.values()) == sum(r["persons_input"] for r in every)
+
+
+def test_verify_rejects_a_retention_table_naming_a_rare_code(con, job_file):
+    """The check reads the published table: a rare code named again is a violation that names
+    the code and its count."""
+    job = job_file("disassociation_toy.toml")
+    assert anon_duck.run(con, job).verified
+    table = f'"{job.release.name}_retention"'
+    con.execute(f"INSERT INTO {table} VALUES ('leaked', 'leaked', 2, 2, 0, 0, 0)")
+    check = [c for c in anon_duck.verify(con, job) if c.name == "min_count"][0]
+    assert not check.passed and check.violations == [{"code": "leaked", "persons_input": 2}]
+
+
+def test_retention_min_persons_is_checked(job_file, tmp_path):
+    text = (REPO / "fixtures" / "jobs" / "artuc_toy.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("[release]\n", "[release]\nretention_min_persons = 0\n"))
+    with pytest.raises(JobError, match=r"release.retention_min_persons = 0: must be a whole number >= 1"):
+        load_job(bad)
 
 
 # ------------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ _COLS = ("code", "code_label", "persons_input", "persons_exact", "persons_genera
 
 def retention_section(backend: Backend, tables: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
     """``codes``: totals, the ``TOP`` codes with the most persons dropped and the histogram
-    (``bins``: label -> number of codes whose share of persons kept falls in it); ``qis``: the
+    (``bins``: label -> number of codes whose share of persons kept falls in it), all over the
+    named codes, and ``merged``: the one row of the codes too rare to be named (its label says
+    how many and below which count; None without one); ``qis``: the
     qi_retention rows. A key is None when the release has no such table (a release published
     before retention tables, or a method without codes or QIs)."""
     out: dict[str, Any] = {"codes": None, "qis": None}
@@ -25,10 +27,13 @@ def retention_section(backend: Backend, tables: Mapping[str, tuple[str, ...]]) -
                                                            retention=tables["retention"]), {"limit": TOP})
         hist = dict((int(b), (int(c), int(p))) for b, c, p in backend.rows(
             "report: retention histogram", render("report/retention_histogram.sql.j2", retention=tables["retention"])))
+        merged = backend.rows("report: retention merged", render("report/retention_merged.sql.j2",
+                                                                 retention=tables["retention"]))
         out["codes"] = {
             "codes": sum(c for c, _ in hist.values()),
             "top_dropped": [dict(zip(_COLS, (r[0], r[1], *map(int, r[2:])))) for r in top],
             "bins": {BINS[b]: hist.get(b, (0, 0))[0] for b in range(10)},
+            "merged": dict(zip(_COLS[1:], (merged[0][0], *map(int, merged[0][1:])))) if merged else None,
         }
     if "qi_retention" in tables:
         out["qis"] = [{"qi": q, "status": s, "level": lvl, "records": int(n)} for q, s, lvl, n in backend.rows(
@@ -45,6 +50,10 @@ def text_lines(section: Mapping[str, Any] | None) -> list[str]:
     if codes is not None:
         lines.append(f"retention of {codes['codes']} input codes (share of their persons the release shows them for)")
         lines.extend(f"  {label:<10}{n:>8} codes" for label, n in codes["bins"].items())
+        if codes.get("merged"):
+            m = codes["merged"]
+            lines.append(f"  and {m['code_label']}, merged into one row: {m['persons_input']} persons, "
+                         f"dropped for {m['persons_dropped']}")
         if codes["top_dropped"]:
             lines.append(f"codes dropped for the most persons (of {len(codes['top_dropped'])} shown)")
             for r in codes["top_dropped"]:

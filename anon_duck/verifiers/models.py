@@ -52,7 +52,7 @@ from ..sqlrender import render
 # The one list of the generic verifiers: anon_duck.verifiers re-exports exactly these (before,
 # each module kept its own list, and this one had lost ``suppression``).
 __all__ = ["CheckResult", "k_anonymity", "suppression", "l_diversity", "km_anonymity", "kkm_anonymity",
-           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness", "is_numeric_type"]
+           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness", "is_numeric_type", "min_count"]
 
 
 @dataclass
@@ -103,6 +103,23 @@ def suppression(backend: Backend, *, relation: Relation, original: Relation, lim
               "allowed": allowed}
     ok = 0 <= detail["suppressed"] <= allowed
     return CheckResult(name, ok, 0 if ok else 1, [] if ok else [dict(detail)], {**detail, "limit": float(limit)})
+
+
+def min_count(backend: Backend, *, relation: Relation, key: str, count: str, min_count: int,
+              limit: int = 20) -> CheckResult:
+    """Small-cell suppression of a table of counts: every row whose ``key`` is not NULL has
+    ``count >= min_count`` or a NULL count (a suppressed cell); rarer subjects are counted only
+    merged under a NULL key. The gate
+    of ``<release>_retention`` (key ``code``, count ``persons_input``), whose input counts no
+    privacy model covers. Violations, fewest first: ``{<key>: value, <count>: n}``.
+    ``detail``: min_count."""
+    name = "min_count"
+    key, count = column_names(name, "key and count", [key, count])
+    positive_int(name, "min_count", min_count)
+    rows = backend.rows(f"verify {name}", render("verify/min_count_violations.sql.j2", relation=relation, key=key,
+                                                 count=count, min_count=int(min_count)),
+                        {"limit": _sql_limit(limit)})
+    return _result(name, rows, [{key: r[0], count: int(r[1])} for r in rows], limit, {"min_count": int(min_count)})
 
 
 L_KINDS = ("distinct", "entropy", "recursive")

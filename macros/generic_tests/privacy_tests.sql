@@ -21,6 +21,11 @@
 {{ anon_duck.t_closeness_violations(model, columns, sensitive, t, ordered=ordered, reference=reference_model) }}
 {% endtest %}
 
+{% test min_count(model, key, count, min_count) %}
+{{ anon_duck.check_model(model, [key, count], 'key and count') }}
+{{ anon_duck.min_count_violations(model, key, count, min_count) }}
+{% endtest %}
+
 {% test km_anonymous(model, id, code, k, m, group_columns=[], code_is_list=false) %}
 {{ anon_duck.check_model(model, [id, code] + group_columns, 'id, code and group_columns') }}
 {{ anon_duck.km_anonymity_violations(model, id, code, k, m, group_columns=group_columns, code_is_list=code_is_list) }}

@@ -146,10 +146,12 @@ class SparkBackend:
 
     def write_table(self, name: Sequence[str] | str, columns: Mapping[str, np.ndarray | list]) -> None:
         """A table from numpy columns through Arrow: a scratch name becomes a cached session-local
-        view, any other name a table of the warehouse."""
+        view, any other name a table of the warehouse. A masked array's masked values are NULL
+        (DuckDB's fetchnumpy spells NULLs so)."""
         import pyarrow as pa
 
-        table = pa.table({k: pa.array(np.asarray(v).tolist() if np.asarray(v).dtype.kind in "UOS" else np.asarray(v))
+        table = pa.table({k: pa.array(v.tolist() if isinstance(v, np.ma.MaskedArray) or np.asarray(v).dtype.kind in "UOS"
+                                      else np.asarray(v))
                           for k, v in columns.items()})
         df = self.spark.createDataFrame(table) if table.num_rows else self.spark.createDataFrame([], spark_schema(table))
         target = (name,) if isinstance(name, str) else tuple(name)
