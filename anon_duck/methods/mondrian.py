@@ -6,20 +6,24 @@ Fig. 4 of the paper, ``Anonymize(partition)``: if no allowable multidimensional 
 the partition, it becomes one equivalence class; else choose the dimension with the widest
 normalized range (choose_dimension), split at the median (frequency_set / find_median) and
 recurse on both halves. Here the recursion runs breadth-first: one round cuts every open
-partition at once, in three set-based statements (sql/mondrian/):
+partition at once, in set-based statements (sql/mondrian/):
 
+* ``stats.sql.j2``: each open partition's size, ranges, categorical lowest common ancestors
+  and normalized ranges (one GROUP BY);
 * ``sides.sql.j2``: for each record of an open partition and each QI, the side of that QI's
   candidate cut (numeric: the median split, strict or relaxed; categorical: the children of the
-  partition's lowest common ancestor in the QI's hierarchy, Section 4.2) and the normalized
-  range;
+  partition's lowest common ancestor in the QI's hierarchy, Section 4.2);
 * ``choice.sql.j2``: the allowable cuts (>= 2 sides, every side >= k records and satisfying
-  the declared l-diversity / t-closeness, through the dbt package's macros) and, per
+  the declared l-diversity / t-closeness, with its own SQL, apart from the verifiers') and, per
   partition, the one on the widest dimension;
 * ``apply.sql.j2``: the records move to their sides; partitions without a cut are final.
 
-Python only counts the cuts of a round (an aggregate) to know when to stop: at most about
-log2(n / k) rounds for numeric cuts. The release (``release.sql.j2``) recodes each final
-partition as its numeric ranges and categorical lowest common ancestors.
+The records carry what the rounds compare as integers, computed once (``records.sql.j2``): a
+numeric QI's rank in (value, id) order, a categorical QI's root path as node ids, so that a
+lowest common ancestor is a per-level min = max test rather than a walk of the hierarchy's
+closure every round. Python only counts the cuts of a round (an aggregate) to know when to
+stop: at most about log2(n / k) rounds for numeric cuts. The release (``release.sql.j2``)
+recodes each final partition as its numeric ranges and categorical lowest common ancestors.
 """
 from __future__ import annotations
 
@@ -91,10 +95,13 @@ class Mondrian:
         check_k(params.k, inputs.n_rows)
         ds = job.dataset
         numeric = [q.column for q in ds.qis if q.kind == "numeric"]
-        categorical = [{"column": q.column, "hierarchy": q.hierarchy,
-                        "root_leaves": int(backend.scalar(f"mondrian: leaves of {q.hierarchy}", render(
-                            "mondrian/hierarchy_root.sql.j2", node_table=NODES), {"hierarchy": q.hierarchy}))}
-                       for q in ds.qis if q.kind == "categorical"]
+        categorical = []
+        for q in ds.qis:
+            if q.kind == "categorical":
+                root_leaves, height = backend.rows(f"mondrian: shape of {q.hierarchy}", render(
+                    "mondrian/hierarchy_root.sql.j2", node_table=NODES), {"hierarchy": q.hierarchy})[0]
+                categorical.append({"column": q.column, "hierarchy": q.hierarchy, "root_leaves": int(root_leaves),
+                                    "height": int(height)})
         spans = {}
         for i, col in enumerate(numeric):
             lo, hi = backend.rows(f"mondrian: range of {col}", render("metrics/domain.sql.j2", relation=inputs.person,
@@ -107,31 +114,39 @@ class Mondrian:
                        "ordered": ordered_distance(backend, models, inputs.person, ds.sensitive)}
         l_div = vars(models.l_diversity) if models.l_diversity else None
         recs = [scratch("mondrian_rec_a"), scratch("mondrian_rec_b")]
+        node_ids, stats = scratch("mondrian_node_ids"), scratch("mondrian_stats")
         sides, choice = scratch("mondrian_sides"), scratch("mondrian_choice")
+        shape = {"numeric": numeric, "categorical": categorical}
+        backend.run("mondrian: node ids", render("mondrian/node_ids.sql.j2", target=node_ids, node_table=NODES))
         backend.run("mondrian: records", render("mondrian/records.sql.j2", target=recs[0], relation=inputs.person,
-                                                id=ds.id, numeric=numeric, categorical=[q["column"] for q in categorical],
+                                                closure=CLOSURE, node_ids=node_ids, id=ds.id, **shape,
                                                 sensitive=ds.sensitive if models else None))
+        # every round renders the same statements but for the two record tables it alternates:
+        # sqlglot parses each shape once (sqlrender.render's ``shape``)
+        key = (len(numeric), tuple((q["height"], q["root_leaves"] > 1) for q in categorical), params.mode,
+               repr(l_div), repr(t_close))
         cur, rounds = 0, 0
         while True:
             progress("mondrian: rounds", rounds, rounds + 1)
-            backend.run("mondrian: sides", render("mondrian/sides.sql.j2", target=sides, rec=recs[cur], closure=CLOSURE,
-                                                  nodes=NODES, numeric=numeric, categorical=categorical,
-                                                  relaxed=params.mode == "relaxed"), spans)
-            backend.run("mondrian: choice", render("mondrian/choice.sql.j2", target=choice, sides=sides, rec=recs[cur],
-                                                   k=params.k, l_diversity=l_div, t_closeness=t_close))
+            backend.run("mondrian: stats", render("mondrian/stats.sql.j2", shape=key, target=stats, rec=recs[cur],
+                                                  node_ids=node_ids, **shape), spans)
+            backend.run("mondrian: sides", render("mondrian/sides.sql.j2", shape=key, target=sides, rec=recs[cur],
+                                                  stats=stats, relaxed=params.mode == "relaxed", **shape))
+            backend.run("mondrian: choice", render("mondrian/choice.sql.j2", shape=key, target=choice, sides=sides,
+                                                   stats=stats, rec=recs[cur], n_dims=len(ds.qis), k=params.k,
+                                                   l_diversity=l_div, t_closeness=t_close))
             if int(backend.scalar("mondrian: cuts", render("util/count_rows.sql.j2", relation=choice))) == 0:
                 break
-            backend.run("mondrian: apply", render("mondrian/apply.sql.j2", target=recs[1 - cur], rec=recs[cur],
-                                                  sides=sides, choice=choice, n_numeric=len(numeric),
-                                                  n_categorical=len(categorical)))
+            backend.run("mondrian: apply", render("mondrian/apply.sql.j2", shape=key, target=recs[1 - cur],
+                                                  rec=recs[cur], sides=sides, choice=choice, **shape))
             cur, rounds = 1 - cur, rounds + 1
         progress("mondrian: rounds", rounds, rounds)
         n_classes, min_class, max_class = backend.rows("mondrian: classes", render("mondrian/summary.sql.j2",
                                                                                    rec=recs[cur]))[0]
         target = scratch("mondrian_release")
         backend.run("mondrian: release", render(
-            "mondrian/release.sql.j2", target=target, relation=inputs.person, rec=recs[cur], closure=CLOSURE,
-            nodes=NODES, id=ds.id, numeric=numeric, categorical=categorical, qi_order=[q.column for q in ds.qis],
+            "mondrian/release.sql.j2", target=target, relation=inputs.person, rec=recs[cur], node_ids=node_ids,
+            id=ds.id, **shape, qi_order=[q.column for q in ds.qis],
             passthrough=[c for c in (ds.sensitive, ds.class_, *ds.keep) if c]))
         facts = {"classes": int(n_classes), "min_class": int(min_class), "max_class": int(max_class),
                  "rounds": rounds, "mode": params.mode, **models.facts()}
