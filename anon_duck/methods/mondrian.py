@@ -113,40 +113,42 @@ class Mondrian:
             t_close = {"t": models.t_closeness,
                        "ordered": ordered_distance(backend, models, inputs.person, ds.sensitive)}
         l_div = vars(models.l_diversity) if models.l_diversity else None
-        recs = [scratch("mondrian_rec_a"), scratch("mondrian_rec_b")]
+        records, assign = scratch("mondrian_records"), [scratch("mondrian_assign_a"), scratch("mondrian_assign_b")]
         node_ids, stats = scratch("mondrian_node_ids"), scratch("mondrian_stats")
         sides, choice = scratch("mondrian_sides"), scratch("mondrian_choice")
         shape = {"numeric": numeric, "categorical": categorical}
         backend.run("mondrian: node ids", render("mondrian/node_ids.sql.j2", target=node_ids, node_table=NODES))
-        backend.run("mondrian: records", render("mondrian/records.sql.j2", target=recs[0], relation=inputs.person,
+        backend.run("mondrian: records", render("mondrian/records.sql.j2", target=records, relation=inputs.person,
                                                 closure=CLOSURE, node_ids=node_ids, id=ds.id, **shape,
                                                 sensitive=ds.sensitive if models else None))
-        # every round renders the same statements but for the two record tables it alternates:
-        # sqlglot parses each shape once (sqlrender.render's ``shape``)
+        backend.run("mondrian: assign", render("mondrian/assign.sql.j2", target=assign[0], records=records))
+        # every round renders the same statements but for the two assignment tables it
+        # alternates: sqlglot parses each shape once (sqlrender.render's ``shape``)
         key = (len(numeric), tuple((q["height"], q["root_leaves"] > 1) for q in categorical), params.mode,
                repr(l_div), repr(t_close))
         cur, rounds = 0, 0
         while True:
             progress("mondrian: rounds", rounds, rounds + 1)
-            backend.run("mondrian: stats", render("mondrian/stats.sql.j2", shape=key, target=stats, rec=recs[cur],
-                                                  node_ids=node_ids, **shape), spans)
-            backend.run("mondrian: sides", render("mondrian/sides.sql.j2", shape=key, target=sides, rec=recs[cur],
-                                                  stats=stats, relaxed=params.mode == "relaxed", **shape))
+            backend.run("mondrian: stats", render("mondrian/stats.sql.j2", shape=key, target=stats, assign=assign[cur],
+                                                  records=records, node_ids=node_ids, **shape), spans)
+            backend.run("mondrian: sides", render("mondrian/sides.sql.j2", shape=key, target=sides, assign=assign[cur],
+                                                  records=records, stats=stats, relaxed=params.mode == "relaxed",
+                                                  **shape))
             backend.run("mondrian: choice", render("mondrian/choice.sql.j2", shape=key, target=choice, sides=sides,
-                                                   stats=stats, rec=recs[cur], n_dims=len(ds.qis), k=params.k,
+                                                   stats=stats, records=records, n_dims=len(ds.qis), k=params.k,
                                                    l_diversity=l_div, t_closeness=t_close))
             if int(backend.scalar("mondrian: cuts", render("util/count_rows.sql.j2", relation=choice))) == 0:
                 break
-            backend.run("mondrian: apply", render("mondrian/apply.sql.j2", shape=key, target=recs[1 - cur],
-                                                  rec=recs[cur], sides=sides, choice=choice, **shape))
+            backend.run("mondrian: apply", render("mondrian/apply.sql.j2", shape=key, target=assign[1 - cur],
+                                                  assign=assign[cur], sides=sides, choice=choice, n_dims=len(ds.qis)))
             cur, rounds = 1 - cur, rounds + 1
         progress("mondrian: rounds", rounds, rounds)
         n_classes, min_class, max_class = backend.rows("mondrian: classes", render("mondrian/summary.sql.j2",
-                                                                                   rec=recs[cur]))[0]
+                                                                                   assign=assign[cur]))[0]
         target = scratch("mondrian_release")
         backend.run("mondrian: release", render(
-            "mondrian/release.sql.j2", target=target, relation=inputs.person, rec=recs[cur], node_ids=node_ids,
-            id=ds.id, **shape, qi_order=[q.column for q in ds.qis],
+            "mondrian/release.sql.j2", target=target, relation=inputs.person, assign=assign[cur], records=records,
+            node_ids=node_ids, id=ds.id, **shape, qi_order=[q.column for q in ds.qis],
             passthrough=[c for c in (ds.sensitive, ds.class_, *ds.keep) if c]))
         facts = {"classes": int(n_classes), "min_class": int(min_class), "max_class": int(max_class),
                  "rounds": rounds, "mode": params.mode, **models.facts()}
