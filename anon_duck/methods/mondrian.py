@@ -130,7 +130,7 @@ class Mondrian:
         while True:
             progress("mondrian: rounds", rounds, rounds + 1)
             backend.run("mondrian: stats", render("mondrian/stats.sql.j2", shape=key, target=stats, assign=assign[cur],
-                                                  records=records, node_ids=node_ids, **shape), spans)
+                                                  records=records, **shape), spans)
             backend.run("mondrian: sides", render("mondrian/sides.sql.j2", shape=key, target=sides, assign=assign[cur],
                                                   records=records, stats=stats, relaxed=params.mode == "relaxed",
                                                   **shape))
