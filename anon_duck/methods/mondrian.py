@@ -94,14 +94,8 @@ class Mondrian:
                   progress: Progress) -> Staged:
         check_k(params.k, inputs.n_rows)
         ds = job.dataset
-        numeric = [q.column for q in ds.qis if q.kind == "numeric"]
-        categorical = []
-        for q in ds.qis:
-            if q.kind == "categorical":
-                root_leaves, height = backend.rows(f"mondrian: shape of {q.hierarchy}", render(
-                    "mondrian/hierarchy_root.sql.j2", node_table=NODES), {"hierarchy": q.hierarchy})[0]
-                categorical.append({"column": q.column, "hierarchy": q.hierarchy, "root_leaves": int(root_leaves),
-                                    "height": int(height)})
+        shape = _shape(backend, job)
+        numeric, categorical = shape["numeric"], shape["categorical"]
         spans = {}
         for i, col in enumerate(numeric):
             lo, hi = backend.rows(f"mondrian: range of {col}", render("metrics/domain.sql.j2", relation=inputs.person,
@@ -113,15 +107,11 @@ class Mondrian:
             t_close = {"t": models.t_closeness,
                        "ordered": ordered_distance(backend, models, inputs.person, ds.sensitive)}
         l_div = vars(models.l_diversity) if models.l_diversity else None
-        records, assign = scratch("mondrian_records"), [scratch("mondrian_assign_a"), scratch("mondrian_assign_b")]
-        node_ids, stats = scratch("mondrian_node_ids"), scratch("mondrian_stats")
-        sides, choice = scratch("mondrian_sides"), scratch("mondrian_choice")
-        shape = {"numeric": numeric, "categorical": categorical}
-        backend.run("mondrian: node ids", render("mondrian/node_ids.sql.j2", target=node_ids, node_table=NODES))
-        backend.run("mondrian: records", render("mondrian/records.sql.j2", target=records, relation=inputs.person,
-                                                closure=CLOSURE, node_ids=node_ids, id=ds.id, **shape,
-                                                sensitive=ds.sensitive if models else None))
-        backend.run("mondrian: assign", render("mondrian/assign.sql.j2", target=assign[0], records=records))
+        records, node_ids = _records(backend, job, inputs, shape, sensitive=bool(models))
+        assign = [scratch("mondrian_assign_a"), scratch("mondrian_assign_b")]
+        stats, sides, choice = scratch("mondrian_stats"), scratch("mondrian_sides"), scratch("mondrian_choice")
+        backend.run("mondrian: assign", render("mondrian/assign.sql.j2", target=assign[0], records=records,
+                                               given=None))
         # every round renders the same statements but for the two assignment tables it
         # alternates: sqlglot parses each shape once (sqlrender.render's ``shape``)
         key = (len(numeric), tuple((q["height"], q["root_leaves"] > 1) for q in categorical), params.mode,
@@ -145,11 +135,7 @@ class Mondrian:
         progress("mondrian: rounds", rounds, rounds)
         n_classes, min_class, max_class = backend.rows("mondrian: classes", render("mondrian/summary.sql.j2",
                                                                                    assign=assign[cur]))[0]
-        target = scratch("mondrian_release")
-        backend.run("mondrian: release", render(
-            "mondrian/release.sql.j2", target=target, relation=inputs.person, assign=assign[cur], records=records,
-            node_ids=node_ids, id=ds.id, **shape, qi_order=[q.column for q in ds.qis],
-            passthrough=[c for c in (ds.sensitive, ds.class_, *ds.keep) if c]))
+        target = _release(backend, job, inputs, shape, records, node_ids, assign[cur])
         facts = {"classes": int(n_classes), "min_class": int(min_class), "max_class": int(max_class),
                  "rounds": rounds, "mode": params.mode, **models.facts()}
         return Staged([ReleaseTable("release", target, repeats=True)], facts)
@@ -165,6 +151,57 @@ class Mondrian:
     def report(self, backend: Backend, job: Job, inputs: Inputs, tables: Mapping[str, tuple[str, ...]],
                params: MondrianParams) -> dict[str, Any]:
         return generalized_report(backend, job, inputs, tables["release"], k=params.k)
+
+
+def _shape(backend: Backend, job: Job) -> dict[str, Any]:
+    """What shapes the templates: the numeric QI columns and, per categorical QI, its
+    hierarchy's leaf count and height (the number of path levels its records carry)."""
+    categorical = []
+    for q in job.dataset.qis:
+        if q.kind == "categorical":
+            root_leaves, height = backend.rows(f"mondrian: shape of {q.hierarchy}", render(
+                "mondrian/hierarchy_root.sql.j2", node_table=NODES), {"hierarchy": q.hierarchy})[0]
+            categorical.append({"column": q.column, "hierarchy": q.hierarchy, "root_leaves": int(root_leaves),
+                                "height": int(height)})
+    return {"numeric": [q.column for q in job.dataset.qis if q.kind == "numeric"], "categorical": categorical}
+
+
+def _records(backend: Backend, job: Job, inputs: Inputs, shape: Mapping[str, Any], *,
+             sensitive: bool) -> tuple[tuple[str, str, str], tuple[str, str, str]]:
+    """The records as the rounds read them (records.sql.j2) and the node ids they use."""
+    records, node_ids = scratch("mondrian_records"), scratch("mondrian_node_ids")
+    backend.run("mondrian: node ids", render("mondrian/node_ids.sql.j2", target=node_ids, node_table=NODES))
+    backend.run("mondrian: records", render("mondrian/records.sql.j2", target=records, relation=inputs.person,
+                                            closure=CLOSURE, node_ids=node_ids, id=job.dataset.id, **shape,
+                                            sensitive=job.dataset.sensitive if sensitive else None))
+    return records, node_ids
+
+
+def _release(backend: Backend, job: Job, inputs: Inputs, shape: Mapping[str, Any], records: tuple[str, str, str],
+             node_ids: tuple[str, str, str], assign: tuple[str, str, str]) -> tuple[str, str, str]:
+    """Each final partition of ``assign`` recoded as its ranges and LCAs (release.sql.j2)."""
+    ds = job.dataset
+    target = scratch("mondrian_release")
+    backend.run("mondrian: release", render(
+        "mondrian/release.sql.j2", target=target, relation=inputs.person, assign=assign, records=records,
+        node_ids=node_ids, id=ds.id, **shape, qi_order=[q.column for q in ds.qis],
+        passthrough=[c for c in (ds.sensitive, ds.class_, *ds.keep) if c]))
+    return target
+
+
+def recode(backend: Backend, job: Job, inputs: Inputs, partitions: tuple[str, ...]) -> tuple[str, str, str]:
+    """Publish a partitioning made elsewhere, ``partitions`` a table of (rid: the job's id as
+    text, part: any integer) covering the input, exactly as Mondrian publishes its own final
+    partitions (numeric ranges, categorical lowest common ancestors on the job's hierarchies).
+    Why: a peer's partitions (the benchmark's anonypy Mondrian) then get the same recoding and
+    the same NCP and class counts as ours, measured by the same code. Returns the release's
+    scratch table; the caller's job must have been prepared (``inputs``) on ``backend``."""
+    shape = _shape(backend, job)
+    records, node_ids = _records(backend, job, inputs, shape, sensitive=False)
+    assign = scratch("mondrian_assign_given")
+    backend.run("mondrian: given partitions", render("mondrian/assign.sql.j2", target=assign, records=records,
+                                                     given=partitions))
+    return _release(backend, job, inputs, shape, records, node_ids, assign)
 
 
 METHOD = Mondrian()
