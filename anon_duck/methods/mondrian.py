@@ -16,12 +16,14 @@ partition at once, in set-based statements (sql/mondrian/):
 * ``choice.sql.j2``: the allowable cuts (>= 2 sides, every side >= k records and satisfying
   the declared l-diversity / t-closeness, with its own SQL, apart from the verifiers') and, per
   partition, the one on the widest dimension;
-* ``apply.sql.j2``: the records move to their sides; partitions without a cut are final.
+* ``apply.sql.j2``: the records move to their sides (a new assignment of record keys to
+  partitions, ``assign.sql.j2``'s layout); partitions without a cut are final.
 
 The records carry what the rounds compare as integers, computed once (``records.sql.j2``): a
-numeric QI's rank in (value, id) order, a categorical QI's root path as node ids, so that a
-lowest common ancestor is a per-level min = max test rather than a walk of the hierarchy's
-closure every round. Python only counts the cuts of a round (an aggregate) to know when to
+numeric QI's rank in (value, id) order, a categorical QI's root path as node ids with each
+node's leaf count, so that a lowest common ancestor is a per-level min = max test rather than a
+walk of the hierarchy's closure every round; a round writes only the narrow assignment and the
+sides, never the records' columns. Python only counts the cuts of a round (an aggregate) to know when to
 stop: at most about log2(n / k) rounds for numeric cuts. The release (``release.sql.j2``)
 recodes each final partition as its numeric ranges and categorical lowest common ancestors.
 """
