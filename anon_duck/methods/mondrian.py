@@ -114,25 +114,31 @@ class Mondrian:
         stats, sides, choice = scratch("mondrian_stats"), scratch("mondrian_sides"), scratch("mondrian_choice")
         backend.run("mondrian: assign", render("mondrian/assign.sql.j2", target=assign[0], records=records,
                                                given=None))
-        # every round renders the same statements but for the two assignment tables it
-        # alternates: sqlglot parses each shape once (sqlrender.render's ``shape``)
+        # the rounds' statements differ only in which of the two assignment tables they read and
+        # write: each is rendered (and parsed by sqlglot) once per table, before the loop
         key = (len(numeric), tuple((q["height"], q["root_leaves"] > 1) for q in categorical), params.mode,
                repr(l_div), repr(t_close))
+        rounds_sql = [{
+            "stats": render("mondrian/stats.sql.j2", shape=key, target=stats, assign=assign[cur], records=records,
+                            **shape),
+            "sides": render("mondrian/sides.sql.j2", shape=key, target=sides, assign=assign[cur], records=records,
+                            stats=stats, relaxed=params.mode == "relaxed", **shape),
+            "choice": render("mondrian/choice.sql.j2", shape=key, target=choice, sides=sides, stats=stats,
+                             records=records, n_dims=len(ds.qis), k=params.k, l_diversity=l_div,
+                             t_closeness=t_close),
+            "apply": render("mondrian/apply.sql.j2", shape=key, target=assign[1 - cur], assign=assign[cur],
+                            sides=sides, choice=choice, n_dims=len(ds.qis))} for cur in (0, 1)]
+        cuts = render("util/count_rows.sql.j2", relation=choice)
         cur, rounds = 0, 0
         while True:
             progress("mondrian: rounds", rounds, rounds + 1)
-            backend.run("mondrian: stats", render("mondrian/stats.sql.j2", shape=key, target=stats, assign=assign[cur],
-                                                  records=records, **shape), spans)
-            backend.run("mondrian: sides", render("mondrian/sides.sql.j2", shape=key, target=sides, assign=assign[cur],
-                                                  records=records, stats=stats, relaxed=params.mode == "relaxed",
-                                                  **shape))
-            backend.run("mondrian: choice", render("mondrian/choice.sql.j2", shape=key, target=choice, sides=sides,
-                                                   stats=stats, records=records, n_dims=len(ds.qis), k=params.k,
-                                                   l_diversity=l_div, t_closeness=t_close))
-            if int(backend.scalar("mondrian: cuts", render("util/count_rows.sql.j2", relation=choice))) == 0:
+            sql = rounds_sql[cur]
+            backend.run("mondrian: stats", sql["stats"], spans)
+            backend.run("mondrian: sides", sql["sides"])
+            backend.run("mondrian: choice", sql["choice"])
+            if int(backend.scalar("mondrian: cuts", cuts)) == 0:
                 break
-            backend.run("mondrian: apply", render("mondrian/apply.sql.j2", shape=key, target=assign[1 - cur],
-                                                  assign=assign[cur], sides=sides, choice=choice, n_dims=len(ds.qis)))
+            backend.run("mondrian: apply", sql["apply"])
             cur, rounds = 1 - cur, rounds + 1
         progress("mondrian: rounds", rounds, rounds)
         n_classes, min_class, max_class = backend.rows("mondrian: classes", render("mondrian/summary.sql.j2",
