@@ -66,8 +66,10 @@ PLAN: tuple[Step, ...] = (
     Step("verifiers", "Verifiers vs their floors and vs pycanon (1M rows)",
          (*VERIFIERS, "pycanon_k", "pycanon_l"), reps=3),
     Step("verifiers_10m", "Verifiers vs their floors at 10M rows", VERIFIERS, scale=10, reps=3),
+    # three repetitions: the Mondrian/anonypy ratio is a target, and one repetition on a shared
+    # machine moved it by a third
     Step("k_anonymizers", "Full-domain and Mondrian vs anonypy's Mondrian on Adult",
-         ("fulldomain_adult", "mondrian_adult", "anonypy_mondrian_adult")),
+         ("fulldomain_adult", "mondrian_adult", "anonypy_mondrian_adult"), reps=3),
     Step("methods", "Methods end to end at the sizes their issues name (longitudinal and ArtUC EHRD-like: their "
          "curves' last points)", ("artuc_informs", "disassociation_bms", "counterfeit_adult_run", "lkc_adult"), reps=3),
     Step("counterfeit_x40", "Counterfeit lattice search on Adult ×40", ("counterfeit_adult",), scale=40, reps=3),
