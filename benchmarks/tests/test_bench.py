@@ -145,6 +145,18 @@ def test_busy_measurements_are_marked_and_targets_judged():
     assert "1.20×" in line and "**busy 2.00**" in line and line.endswith("**met** |")
     memory = suite.memory_markdown(results)
     assert "| pycanon_k | 2,000 | peer (not ours) |" in memory and "| verify_k | 900 | yes |" in memory
+    # a target against a peer measured in the same step: a time ratio, a figure both report
+    results["k_anonymizers"] = {"scale": 1.0, "cases": {
+        "mondrian_adult": {"median_s": 0.8, "other_load": 0.0, "ncp": 0.06, "c_avg_norm": 1.81},
+        "anonypy_mondrian_adult": {"median_s": 10.0, "other_load": 1.5, "ncp": 0.05}}}
+    lines = {x.split(" | ")[0][2:]: x for x in suite.targets_markdown(results).splitlines()}
+    faster = lines["Mondrian on Adult (k = 10) ≥ 10× faster than anonypy's, side by side"]
+    assert "0.080 (0.800 s / 10.000 s)" in faster and "**busy 1.50**" in faster and faster.endswith("**met** |")
+    ncp = lines["Mondrian on Adult (k = 10): NCP ≤ anonypy's Mondrian's"]
+    assert "1.200 (0.060 / 0.050)" in ncp and ncp.endswith("**missed** |")
+    assert "| 1.81 |" in lines["Mondrian on Adult (k = 10): C_avg/k ≤ 2.0"]
+    del results["k_anonymizers"]["cases"]["anonypy_mondrian_adult"]["ncp"]      # an older result: no figure
+    assert "not measured" in suite.targets_markdown(results).split("NCP ≤ anonypy")[1].splitlines()[0]
     # time = rows^1.5 exactly: the fitted exponent is 1.5
     assert growth_exponent([{"rows": r, "median_s": r ** 1.5} for r in (10, 100, 1000)]) == pytest.approx(1.5)
 
