@@ -10,6 +10,7 @@ import dataclasses
 import resource
 import time
 import tomllib
+from pathlib import Path
 from typing import Any, Callable
 
 from anon_duck.job import Job, job_from_dict
@@ -47,10 +48,12 @@ def fixture_doc(method: str) -> dict[str, Any]:
     return doc
 
 
-def job_on_cdm(doc: dict[str, Any], scale: float) -> Job:
-    """The job of TOML document ``doc`` reading the generated CDM at ``scale`` (its
-    ``[input.omop] path`` replaced), partitioned from 100K persons when its method can be."""
-    doc = {**doc, "input": {**doc["input"], "omop": {**doc["input"]["omop"], "path": str(cdm(scale).resolve())}}}
+def job_on_cdm(doc: dict[str, Any], scale: float, folder: Path | None = None) -> Job:
+    """The job of TOML document ``doc`` reading the generated CDM at ``scale`` (or the one in
+    ``folder``: its ``[input.omop] path`` replaced), partitioned from 100K persons when its
+    method can be."""
+    path = cdm(scale) if folder is None else folder
+    doc = {**doc, "input": {**doc["input"], "omop": {**doc["input"]["omop"], "path": str(path.resolve())}}}
     job = job_from_dict(doc, base_dir=_jobs())
     if job.method in PARTITIONABLE and persons(scale) >= PARTITIONED_FROM:
         job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=PARTITION_SIZE))

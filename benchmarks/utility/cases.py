@@ -43,14 +43,15 @@ def method_scale(method: str, scale: float) -> float:
     return scale if cap is None else min(scale, cap / PERSONS)
 
 
-def utility_job(method: str, k: int, scale: float) -> Job:
-    """The fixture job of ``method`` (fixtures/jobs/omop_<method>.toml) with its k set, on the CDM."""
+def utility_job(method: str, k: int, scale: float, folder: Path | None = None) -> Job:
+    """The fixture job of ``method`` (fixtures/jobs/omop_<method>.toml) with its k set, on the
+    CDM at ``scale`` (or the one in ``folder``)."""
     doc = fixture_doc(BORROWED.get(method, method))
     params = {"name": method, "k": k} if method in BORROWED else {**doc["method"], K_KEY.get(method, "k"): k}
     omop = {**doc["input"]["omop"], **({"roles": ["person"]} if method in BORROWED else {})}
     doc = {**doc, "input": {"omop": omop}, "method": params,
            "release": {**doc["release"], "name": f"utility_{method}_k{k}"}}
-    return job_on_cdm(doc, method_scale(method, scale))
+    return job_on_cdm(doc, method_scale(method, scale), folder)
 
 
 def measure(con: duckdb.DuckDBPyConnection, job: Job, cdm_path: Path) -> dict[str, Any]:
