@@ -106,8 +106,9 @@ PLAN += (
 # benchmarks/utility.md): retention shares, the demographics' NCP, the ARE of 200 cohort counts
 PLAN += (
     Step("omop_utility", "Utility on an OMOP-shaped CDM: what each method keeps at k = 5 and 10 (10K persons; "
-         "workload and estimators: [benchmarks/utility.md](benchmarks/utility.md))", utility_cases.CASES,
-         table=utility_markdown),
+         + ", ".join(f"{m} {n:,}" for m, n in utility_cases.MAX_PERSONS.items())
+         + ", which took over 3 minutes at 10K; workload and estimators: [benchmarks/utility.md](benchmarks/utility.md))",
+         utility_cases.CASES, table=utility_markdown),
 )
 GROWTH = ("spark_1m", ("spark", "spark_part"))
 """The step at scale 1 and the steps at scale 10 whose ratios are the growth from 1M to 10M rows
