@@ -244,3 +244,26 @@ def test_disassociation_chunks_by_brute_force(cdm, cdm_input):
     shares = _shares(con, name, held)
     assert {o: figures[o] for o in shares} == pytest.approx(shares)
     assert figures["pairs_without_count"] > 0 and figures["are_band"] is None
+
+
+def test_the_table_has_a_row_per_method_and_k_and_says_na():
+    from benchmarks.suite import PLAN, generated_section
+    from benchmarks.utility.table import utility_markdown
+    figures = {"rows": 10_000, "median_s": 2.0, "verified": True, "other_load": 0.1, "answered": 134, "ncp": None,
+               "pairs_exact": 0.8, "pairs_generalized": 0.0, "pairs_without_count": 0.2, "pairs_dropped": 0.0,
+               "are_code": 0.06, "are_pair": 0.14, "are_band": None, "are": 0.1}
+    demographic = {**figures, "ncp": 0.25, "answered": 0, "are": None, "are_code": None, "are_pair": None,
+                   **{f"pairs_{o}": None for o in utility.OUTCOMES}}
+    result = {"cases": {utility.name("disassociation", 10): figures, utility.name("mondrian", 5): demographic}}
+    lines = utility_markdown(result).splitlines()
+    assert len(lines) == 4 and all(line.count("|") == lines[0].count("|") for line in lines)
+    assert lines[2].startswith("| mondrian | 5 | 10,000 | n/a | n/a | n/a | n/a | 0.250 | n/a |")
+    assert lines[3].startswith("| disassociation | 10 | 10,000 | 80.0 % | 0.0 % | 20.0 % | 0.0 % | n/a | 0.060 | "
+                               "0.140 | n/a | 0.100 (134) | 2.0 | yes |")
+    step = next(s for s in PLAN if s.name == "omop_utility")
+    assert set(step.cases) == set(utility.CASES)
+    report = {"machine": "m", "scale": 1.0, "memory_limit": "1GB", "ratios": {}, "floor_ratios": {},
+              "cases": {n: {**r, "min_s": 2.0, "peak_rss_mb": 100.0} for n, r in result["cases"].items()}}
+    section = generated_section({"omop_utility": report})
+    table = section.index("| method | k | persons |")
+    assert section.index(f"### {step.title}") < table < section.index("| case | rows |", table)

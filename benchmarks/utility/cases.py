@@ -23,10 +23,12 @@ from ..cases import case, connect
 from ..omop_cases import PERSONS, cdm, fixture_doc, job_on_cdm, persons
 from . import estimate, workload
 
-METHODS = ("fulldomain", "mondrian", "lkc", "artuc", "disassociation", "longitudinal")
+METHODS = ("fulldomain", "mondrian", "lkc", "counterfeit", "artuc", "disassociation", "longitudinal")
 KS = (5, 10)
 K_KEY = {"lkc": "K"}                      # LKC's k is its K (L = 2, C = 1 as in the fixture job)
-BORROWED = {"mondrian": "fulldomain"}     # no OMOP fixture job of its own: fulldomain's input, person QIs only
+BORROWED: dict[str, dict[str, Any]] = {"mondrian": {"roles": ["person"]}, "counterfeit": {"sensitive": "ethnicity"}}
+"""Methods without an OMOP fixture job of their own: fulldomain's input, with these ``[input.omop]``
+keys (Mondrian is not in the OMOP roles table: person QIs; counterfeit needs a sensitive attribute)."""
 MAX_PERSONS: dict[str, int] = {"artuc": 500, "longitudinal": 5000}
 """Methods run on fewer persons than 10,000 × scale, where 10K persons took over 3 minutes on
 the shared 2-core machine (the brief's budget); the table shows each row's persons. Measured
@@ -48,9 +50,9 @@ def method_scale(method: str, scale: float) -> float:
 def utility_job(method: str, k: int, scale: float, folder: Path | None = None) -> Job:
     """The fixture job of ``method`` (fixtures/jobs/omop_<method>.toml) with its k set, on the
     CDM at ``scale`` (or the one in ``folder``)."""
-    doc = fixture_doc(BORROWED.get(method, method))
+    doc = fixture_doc("fulldomain" if method in BORROWED else method)
     params = {"name": method, "k": k} if method in BORROWED else {**doc["method"], K_KEY.get(method, "k"): k}
-    omop = {**doc["input"]["omop"], **({"roles": ["person"]} if method in BORROWED else {})}
+    omop = {**doc["input"]["omop"], **BORROWED.get(method, {})}
     doc = {**doc, "input": {"omop": omop}, "method": params,
            "release": {**doc["release"], "name": f"utility_{method}_k{k}"}}
     return job_on_cdm(doc, method_scale(method, scale), folder)
