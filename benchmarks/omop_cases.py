@@ -7,12 +7,13 @@ work per person set (disassociation, longitudinal, ArtUC) run partitioned from 1
 from __future__ import annotations
 
 import dataclasses
-import json
 import resource
 import time
+import tomllib
+from pathlib import Path
 from typing import Any, Callable
 
-from anon_duck.job import Job, parse_job
+from anon_duck.job import Job, job_from_dict
 
 from .cases import _jobs, case, connect, peak_then_digest
 from .generators import DATA
@@ -37,11 +38,24 @@ def cdm(scale: float):
 
 def omop_job(method: str, scale: float) -> Job:
     """``fixtures/jobs/omop_<method>.toml`` on the generated CDM, partitioned from 100K persons."""
-    text = (_jobs() / f"omop_{method}.toml").read_text()
-    assert 'path = "../omop"' in text, f"omop_{method}.toml reads another folder"
-    job = parse_job(text.replace('path = "../omop"', f"path = {json.dumps(str(cdm(scale).resolve()))}"),
-                    base_dir=_jobs())
-    if method in PARTITIONABLE and persons(scale) >= PARTITIONED_FROM:
+    return job_on_cdm(fixture_doc(method), scale)
+
+
+def fixture_doc(method: str) -> dict[str, Any]:
+    """``fixtures/jobs/omop_<method>.toml`` as a TOML document (for a bench to edit)."""
+    doc = tomllib.loads((_jobs() / f"omop_{method}.toml").read_text())
+    assert doc["input"]["omop"]["path"] == "../omop", f"omop_{method}.toml reads another folder"
+    return doc
+
+
+def job_on_cdm(doc: dict[str, Any], scale: float, folder: Path | None = None) -> Job:
+    """The job of TOML document ``doc`` reading the generated CDM at ``scale`` (or the one in
+    ``folder``: its ``[input.omop] path`` replaced), partitioned from 100K persons when its
+    method can be."""
+    path = cdm(scale) if folder is None else folder
+    doc = {**doc, "input": {**doc["input"], "omop": {**doc["input"]["omop"], "path": str(path.resolve())}}}
+    job = job_from_dict(doc, base_dir=_jobs())
+    if job.method in PARTITIONABLE and persons(scale) >= PARTITIONED_FROM:
         job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=PARTITION_SIZE))
     return job
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from anon_duck.errors import AnonDuckError
 from . import child_env, omop_cases, postgres_cases  # noqa: F401  (register the OMOP-shaped and PostgreSQL cases)
+from .utility import cases as utility_cases  # noqa: F401  (register the utility benchmark's cases)
 from .cases import CASES, FLOORS, NEEDS, PEERS, PREPARE
 from .load import BUSY, CpuWatch
 from .spark_cases import SPARK

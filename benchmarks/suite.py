@@ -21,6 +21,8 @@ from .cases import PEERS
 from .load import BUSY
 from .runner import curves_markdown, load_cell, run_cases, run_curves, to_markdown, write, write_curves
 from .spark_cases import SPARK
+from .utility import cases as utility_cases
+from .utility.table import utility_markdown
 
 MEMORY_LIMIT = "1GB"
 """Every case of the suite runs with DuckDB capped at 1 GB (issue #22: memory follows the
@@ -44,6 +46,7 @@ class Step:
     scale: float = 1.0
     reps: int = 1
     curve: tuple[float, ...] = ()        # scales of a scaling curve; empty = one scale
+    table: Callable[[dict[str, Any]], str] | None = None   # the step's own table, above the timings
 
 
 VERIFIERS = ("verify_k", "verify_k_floor", "verify_l", "verify_l_floor",
@@ -100,6 +103,14 @@ PLAN += (
          scale=10),
     Step("omop_cdm_1m", "Every method on an OMOP-shaped CDM: 1M persons, 50M condition events", OMOP_CDM,
          scale=100),
+)
+# Issue #32, item 3: what every method keeps of the OMOP-shaped CDM at k = 5 and 10 (benchmarks/utility/,
+# benchmarks/utility.md): retention shares, the demographics' NCP, the ARE of 200 cohort counts
+PLAN += (
+    Step("omop_utility", "Utility on an OMOP-shaped CDM: what each method keeps at k = 5 and 10 (10K persons; "
+         + ", ".join(f"{m} {n:,}" for m, n in utility_cases.MAX_PERSONS.items())
+         + ", which took over 3 minutes at 10K; workload and estimators: [benchmarks/utility.md](benchmarks/utility.md))",
+         utility_cases.CASES, table=utility_markdown),
 )
 GROWTH = ("spark_1m", ("spark", "spark_part"))
 """The step at scale 1 and the steps at scale 10 whose ratios are the growth from 1M to 10M rows
@@ -226,6 +237,8 @@ def generated_section(results: dict[str, dict[str, Any]]) -> str:
         result = results.get(step.name)
         body = "(not measured yet: `python -m benchmarks --suite --steps " + step.name + "`)" if result is None else (
             curves_markdown(result) if step.curve else to_markdown(result))
+        if result is not None and step.table is not None:
+            body = step.table(result) + "\n\n" + body
         parts += ["", f"### {step.title}", "", body]
     return "\n".join(parts)
 

@@ -16,6 +16,7 @@ import resource
 from pathlib import Path
 
 from . import cases, omop_cases, postgres_cases, spark_cases  # noqa: F401  (they register their cases in CASES)
+from .utility import cases as utility_cases  # noqa: F401
 from .cases import CASES, PREPARE
 from .generators import DATA
 
