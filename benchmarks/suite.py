@@ -164,16 +164,18 @@ RELEASES: dict[str, str] = {
     # issue #22 started (main at 3c2d9d0): speed and memory work must leave every release
     # byte-identical. A deliberate change of a release updates its digest here, in its commit:
     # issue #30 added the retention tables, code labels (in the exported analyst views too) and
-    # one interval spelling (re-pinned on the merged main, every case below but artuc_ehrd, whose
-    # run needs more memory than the shared machine had: it shows as changed until re-measured).
+    # one interval spelling; then <release>_retention's counts below k became NULL with their sums
+    # in one row (re-pinned from `python -m benchmarks artuc_informs disassociation_bms
+    # longitudinal_d50 artuc_informs_like artuc_ehrd --reps 1`; longitudinal_d50 kept its digest:
+    # every code of it is held by k persons or more).
     "fulldomain_adult": "e9201c86547ea4a7",
     "counterfeit_adult_run": "8f00c049502a1c0b",
-    "disassociation_bms": "27150b6d6c3a14e1",
-    "artuc_informs": "f61b1393e0028809",
+    "disassociation_bms": "41fe7954ca0241c6",
+    "artuc_informs": "5fcfa07f440b0245",
     "lkc_adult": "c1591ef0cb51bc48",
-    "artuc_informs_like": "ac1b928d160e26b2",
+    "artuc_informs_like": "bdb9dda7bf1c195a",
     "longitudinal_d50": "f19497959bb57a7e",
-    "artuc_ehrd": "5f66d0ae0b95574e",
+    "artuc_ehrd": "4dec336a7dee933f",
     "mondrian_adult": "075a9030c63d15da",
 }
 

@@ -52,7 +52,13 @@ def test_missing_job_file(tmp_path, capsys):
     assert "cannot read job file" in capsys.readouterr().err
 
 
-def test_demo_prints_a_verified_summary(capsys):
+def test_demo_prints_a_verified_summary(capsys, monkeypatch):
+    """The demo's command on the toy jobs: its real-data jobs are each run, verified and reported
+    by test_scratch (every fixture job), and CI runs the whole `anon-duck demo` first."""
+    from anon_duck import demo
+    monkeypatch.setattr(demo, "DEMO_JOBS", [("fulldomain", "toy_fulldomain.toml"), ("artuc", "artuc_toy.toml"),
+                                            ("disassociation", "disassociation_toy.toml"),
+                                            ("longitudinal", "longitudinal_toy.toml")])
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     table = [line for line in out.split("\n\n")[0].splitlines()   # the legend follows a blank line

@@ -26,7 +26,8 @@ from anon_duck.job import Source, job_from_dict, parse_job
 from conftest import JOBS, user_tables
 
 SEEDS = {p.stem: (p, tomllib.loads(p.read_text())) for p in sorted(JOBS.glob("toy_*.toml")) + sorted(JOBS.glob("*_toy.toml"))}
-EXAMPLES = int(os.environ.get("ANON_DUCK_FUZZ_EXAMPLES", "1000"))
+# 400 mutated jobs in the suite (each a run or a refusal); ANON_DUCK_FUZZ_EXAMPLES=5000 for a deeper run
+EXAMPLES = int(os.environ.get("ANON_DUCK_FUZZ_EXAMPLES", "400"))
 
 HOSTILE_VALUES = [-1, 0, 1, 2, 10**9, 0.5, -0.5, 1.5, True, "", "x\"; DROP TABLE src; --", "année", "*", [], {}, [1, "a"],
                   {"a": 1}, "1/0", "nan"]

@@ -150,9 +150,7 @@ class SparkBackend:
         (DuckDB's fetchnumpy spells NULLs so)."""
         import pyarrow as pa
 
-        table = pa.table({k: pa.array(v.tolist() if isinstance(v, np.ma.MaskedArray) or np.asarray(v).dtype.kind in "UOS"
-                                      else np.asarray(v))
-                          for k, v in columns.items()})
+        table = pa.table({k: _arrow_column(v) for k, v in columns.items()})
         df = self.spark.createDataFrame(table) if table.num_rows else self.spark.createDataFrame([], spark_schema(table))
         target = (name,) if isinstance(name, str) else tuple(name)
         if len(target) == 2 and target[0] == DEFAULT_SCHEMA:
@@ -264,3 +262,14 @@ def _no_transaction() -> Iterator[None]:
     """Spark SQL has no multi-statement transactions: publication writes every table under a
     staging name and renames them into place last (release/publication.py; docs/spark.md)."""
     yield
+
+
+def _arrow_column(values: np.ndarray | list) -> Any:
+    """One column for Arrow: text and masked arrays as Python lists (a masked value is None,
+    so NULL), other arrays as they are."""
+    import pyarrow as pa
+
+    if isinstance(values, np.ma.MaskedArray):
+        return pa.array(values.tolist())
+    array = np.asarray(values)
+    return pa.array(array.tolist() if array.dtype.kind in "UOS" else array)
