@@ -234,3 +234,11 @@ def test_a_release_schema_the_role_may_not_create_in_is_refused_first(pg):
         pg.execute("DROP SCHEMA deid")
         pg.execute("DROP OWNED BY clerk")
         pg.execute("DROP ROLE clerk")
+
+
+def test_group_by_all_leaves_duckdbs_product_aggregate_out_of_the_keys():
+    """``product()`` is an aggregate DuckDB has and sqlglot parses as a plain function: GROUP BY
+    ALL must not group by it (longitudinal's AvgRE report failed on PostgreSQL)."""
+    from anon_duck.backend.postgres.statements import to_postgres
+    (statement,) = to_postgres("SELECT qid, rid, product(1 - p) AS miss FROM hits GROUP BY ALL")
+    assert statement.text.endswith("GROUP BY 1, 2")
