@@ -21,9 +21,6 @@ the same generator, so a DuckDB construct inside a rewritten one is spelled too.
 * ``md5_number(x) >> n`` (a number from the top bits of the digest, read little-endian
   as DuckDB reads it) is read from the hex digest's last bytes, reversed: the same number;
 * ``grouping(a, b, ...)`` of several columns (DuckDB's bit mask) is Spark's ``grouping_id``;
-* ``row_number()``, ``rank()`` and ``dense_rank()`` are cast to BIGINT, their type on DuckDB
-  (Spark's is INT): a release column numbered this way has DuckDB's type, and its export
-  DuckDB's Parquet bytes;
 * ``list_select(l, positions)`` picks ``element_at(l, i)`` for each position;
 * ``string_agg(DISTINCT x, sep ORDER BY x)`` joins the sorted ``collect_set``: Spark's own
   ``LISTAGG(DISTINCT ...) WITHIN GROUP`` fails in its optimizer next to another DISTINCT
@@ -94,14 +91,6 @@ def _md5_shift(node: exp.BitwiseRightShift) -> exp.Expression | None:
                     "DECIMAL(38, 0)")
 
 
-def _bigint_rank(node: exp.Window) -> exp.Expression | None:
-    """A numbering window as DuckDB types it (BIGINT); the cast's own copy is written as is."""
-    if not isinstance(node.this, (exp.RowNumber, exp.Rank, exp.DenseRank)) or \
-            (isinstance(node.parent, exp.Cast) and node.parent.to.is_type(exp.DataType.Type.BIGINT)):
-        return None
-    return exp.cast(node.copy(), exp.DataType.Type.BIGINT)
-
-
 def _grouping_id(node: exp.Grouping) -> exp.Expression | None:
     if len(node.expressions) < 2:
         return None
@@ -162,7 +151,7 @@ def _ordered_list(order: exp.Order, where: exp.Where | None) -> exp.Expression:
 RULES: dict[type[exp.Expression], Rewrite] = {
     exp.Bracket: _slice_or_element, exp.CTE: _plain_cte, exp.Anonymous: by_name(FUNCTIONS),
     exp.BitwiseRightShift: _md5_shift, exp.Grouping: _grouping_id, exp.Filter: _filtered_list,
-    exp.ArrayAgg: _list, exp.GroupConcat: _distinct_join, exp.Window: _bigint_rank}
+    exp.ArrayAgg: _list, exp.GroupConcat: _distinct_join}
 
 
 class AnonDuckSpark(Spark):
