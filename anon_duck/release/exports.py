@@ -53,14 +53,14 @@ class _Order:
 
     seed: str
     sorted: frozenset[str]
-    # the analyst views: a chunked copy reads row ids, which a view lacks, and a view's
-    # materialized copy is not the same Parquet file (DuckDB writes a column it knows holds no
-    # NULL as REQUIRED); a view is written in one statement
+    # the analyst views: in a file, written from a scratch copy as a table is (_export_file);
+    # in a DuckDB file, copied in one statement (a chunked copy reads row ids, which a view lacks)
     views: frozenset[str] = frozenset()
 
-    def context(self, backend: Backend, name: str) -> dict[str, Any]:
-        """release_order's context for table ``name`` as ``backend`` holds it."""
-        columns = list(backend.columns(f"export: columns of {name}", (name,)).items())
+    def context(self, backend: Backend, name: str, source: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """release_order's context for table ``name`` as ``backend`` holds it (or as its copy
+        ``source`` does)."""
+        columns = list(backend.columns(f"export: columns of {name}", source or (name,)).items())
         return {"columns": columns, "seeded": name not in self.sorted, "seed": self.seed}
 
 
@@ -90,19 +90,38 @@ def _write_export(backend: Backend, names: list[str], order: _Order, partial: Pa
 
 
 def _export_file(backend: Backend, name: str, order: _Order, path: Path, fmt: str) -> None:
-    """Write table ``name`` to ``path`` in release order. A seeded table (not an analyst view,
-    see :class:`_Order`) beyond one sort budget is first copied in order into a scratch table in
-    chunks (:func:`copy_chunks`), which the file then takes as stored (DuckDB keeps a table's
-    insertion order in a plain scan): the file's rows are never sorted in one piece."""
-    context = order.context(backend, name)
-    budget = chunk_budget(backend, f"export {name}", (name,), context["columns"]) \
-        if context["seeded"] and name not in order.views else None
+    """Write table or analyst view ``name`` to ``path`` in release order. A view is first copied
+    into a scratch table and written from it as a table is (release/copy_view.sql.j2 says why):
+    another engine's release reaches DuckDB's writers as tables (``local_copy``), so this is what
+    makes its Parquet files DuckDB's bytes."""
+    if name not in order.views:
+        _write_file(backend, name, (name,), order, path, fmt)
+        return
+    copy = scratch("export_view")
+    backend.run(f"export {name}: copy", render("release/copy_view.sql.j2", target=copy, source=(name,)))
+    try:
+        _write_file(backend, name, copy, order, path, fmt, chunked=False)
+    finally:
+        backend.run(f"export {name}: drop copy", render("release/drop_table.sql.j2", target=copy))
+
+
+def _write_file(backend: Backend, name: str, source: tuple[str, ...], order: _Order, path: Path, fmt: str, *,
+                chunked: bool = True) -> None:
+    """Write table ``source`` (release table ``name`` or an analyst view's copy) to ``path`` in
+    release order. A seeded table beyond one sort budget is first copied in order into a scratch
+    table in chunks (:func:`copy_chunks`), which the file then takes as stored (DuckDB keeps a
+    table's insertion order in a plain scan): the file's rows are never sorted in one piece.
+    A view's copy (``chunked`` False) is written in one statement, as the view was before it
+    was copied: its budget would cost one more pass over its row text."""
+    context = order.context(backend, name, source)
+    budget = chunk_budget(backend, f"export {name}", source, context["columns"]) \
+        if context["seeded"] and chunked else None
     if budget is None:
-        backend.run(f"export {name}", render("release/export_file.sql.j2", source=(name,), format=fmt, path=str(path),
+        backend.run(f"export {name}", render("release/export_file.sql.j2", source=source, format=fmt, path=str(path),
                                              ordered=False, **context))
         return
     ordered = scratch("export_ordered")
-    copy_chunks(backend, f"export {name}", ordered, (name,), context["columns"], context["seed"], budget)
+    copy_chunks(backend, f"export {name}", ordered, source, context["columns"], context["seed"], budget)
     backend.run(f"export {name}", render("release/export_file.sql.j2", source=ordered, format=fmt, path=str(path),
                                          ordered=True))
     backend.run(f"export {name}: drop copy", render("release/drop_table.sql.j2", target=ordered))

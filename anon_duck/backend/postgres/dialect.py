@@ -71,7 +71,7 @@ def by_all(node: exp.Expression) -> exp.Expression:
         _expand_stars(node)
     positions = range(1, len(node.expressions) + 1)
     if group_all:
-        keys = [exp.Literal.number(i) for i, e in zip(positions, node.expressions) if not e.find(exp.AggFunc, exp.Window)]
+        keys = [exp.Literal.number(i) for i, e in zip(positions, node.expressions) if not _aggregates(e)]
         node.set("group", exp.Group(expressions=keys) if keys else None)
     if order_all:
         ordered = order.expressions[0]
@@ -79,6 +79,16 @@ def by_all(node: exp.Expression) -> exp.Expression:
             exp.Ordered(this=exp.Literal.number(i), desc=ordered.args.get("desc"),
                         nulls_first=ordered.args.get("nulls_first")) for i in positions]))
     return node
+
+
+# DuckDB aggregates sqlglot parses as plain functions (exp.Anonymous): not grouping keys
+ANONYMOUS_AGGREGATES = frozenset({"product"})
+
+
+def _aggregates(node: exp.Expression) -> bool:
+    """Whether a projection aggregates (or is a window): GROUP BY ALL leaves it out of the keys."""
+    return node.find(exp.AggFunc, exp.Window) is not None or any(
+        str(f.this).lower() in ANONYMOUS_AGGREGATES for f in node.find_all(exp.Anonymous))
 
 
 def _try_cast(node: exp.TryCast) -> exp.Expression | None:

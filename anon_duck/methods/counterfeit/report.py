@@ -56,7 +56,7 @@ def counterfeit_report(backend: Backend, job: Job, inputs: Inputs, release: tupl
     ds = job.dataset
     qis = qi_entries(backend, job, domain)
     row = backend.rows("report: LM, DM", render("counterfeit/release_measures.sql.j2", release=release,
-                                                catalog=catalog, node_table=NODES, sensitive=ds.sensitive, qis=qis))[0]
+                                                catalog=catalog, node_table=NODES, qis=qis))[0]
     keys = ("n_rows", "n_classes", "min_class", "lm", "dmax", "dm", "n_counterfeits", "n_catalog_rows")
     out: dict[str, Any] = {k: (float(v) if k in ("lm", "dmax") else int(v)) for k, v in zip(keys, row)}
     rce, lm_real, unplaced = backend.rows("report: RCE", render(
