@@ -16,6 +16,7 @@ import pytest
 
 import anon_duck
 import anon_duck.api
+from anon_duck.api import RunResult
 from anon_duck.release import release_tables, view_sql as _view_sql
 from anon_duck.methods import get_method
 from anon_duck.backend.duckdb import DuckDBBackend
@@ -402,36 +403,47 @@ def test_fragments_run_one_task_each_with_adaptive_execution_on(spark):
     defaults = ("spark.sql.adaptive.enabled", "spark.sql.codegen.wholeStage")
     before = {key: session.conf.get(key) for key in defaults}
     tracker = session.sparkContext.statusTracker()
-    earlier = set(tracker.getJobIdsForGroup(JOB_GROUP))
     con = duckdb.connect()
     job = _sized(_codes_job(con), 30).with_release("in_tasks")
     _copy(con, spark, "visits")
-    peak, stop = [0], threading.Event()
 
-    def watch() -> None:
-        while not stop.is_set():
-            stages = [tracker.getStageInfo(s) for j in set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier
-                      if (info := tracker.getJobInfo(j)) is not None for s in info.stageIds]
-            peak[0] = max(peak[0], sum(s.numActiveTasks for s in stages if s is not None))
-            time.sleep(0.005)
-    watcher = threading.Thread(target=watch, daemon=True)
-    try:
-        for key in defaults:
-            session.conf.unset(key)
-        assert session.conf.get("spark.sql.adaptive.enabled") == "true"
-        watcher.start()
-        result = anon_duck.run(session, job)
-    finally:
-        stop.set()
-        for key, value in before.items():
-            session.conf.set(key, value)
-    watcher.join()
-    jobs = sorted(set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier)
-    tasks = [tracker.getStageInfo(s).numTasks for j in jobs for s in tracker.getJobInfo(j).stageIds]
-    assert result.verified and result.facts["partition"]["fragments"] == 3
+    def run_watched() -> tuple[RunResult, list[int], int]:
+        """One run, its fragment stages' task counts, and the most tasks seen active at once."""
+        earlier = set(tracker.getJobIdsForGroup(JOB_GROUP))
+        peak, stop = [0], threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                stages = [tracker.getStageInfo(s) for j in set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier
+                          if (info := tracker.getJobInfo(j)) is not None for s in info.stageIds]
+                peak[0] = max(peak[0], sum(s.numActiveTasks for s in stages if s is not None))
+                time.sleep(0.005)
+        watcher = threading.Thread(target=watch, daemon=True)
+        try:
+            for key in defaults:
+                session.conf.unset(key)
+            assert session.conf.get("spark.sql.adaptive.enabled") == "true"
+            watcher.start()
+            result = anon_duck.run(session, job)
+        finally:
+            stop.set()
+            for key, value in before.items():
+                session.conf.set(key, value)
+        watcher.join()
+        jobs = sorted(set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier)
+        return result, [tracker.getStageInfo(s).numTasks for j in jobs for s in tracker.getJobInfo(j).stageIds], peak[0]
+
     # three tasks, more than one at a time (the tracker's snapshot of a stage can count a task
-    # that is finishing beside the one starting on its core, so the peak may read 3 on 2 cores)
-    assert tasks == [3] and peak[0] >= 2
+    # that is finishing beside the one starting on its core, so the peak may read 3 on 2 cores).
+    # The watcher samples the tracker over py4j: on a machine busy with other tests it can miss
+    # a short overlap, so a run that shows none is repeated, up to three runs
+    for _ in range(3):
+        result, tasks, peak = run_watched()
+        assert result.verified and result.facts["partition"]["fragments"] == 3
+        assert tasks == [3]
+        if peak >= 2:
+            break
+    assert peak >= 2
     duck = duckdb.connect()
     _codes_job(duck)
     anon_duck.run(duck, job)

@@ -67,17 +67,21 @@ def _check_errors(figures, queries, actual, estimates):
     assert figures["answered"] == len(used) and figures["are"] == pytest.approx(fmean(used.values()), abs=1e-6)
 
 
-def _shares(con, release, held):
-    """Retention shares by brute force: the persons_input of every code is the input's count."""
+def _shares(con, release, held, k=5):
+    """Retention shares by brute force: the persons_input of every code held by k persons or
+    more is the input's count; the rarer codes' counts are only in the summed row
+    (anon_duck/retention.py), so every column still adds up over the rows."""
     persons = defaultdict(int)
     for codes in held.values():
         for code in codes:
             persons[code] += 1
     rows = con.execute(f'SELECT code, persons_input, persons_exact, persons_generalized, persons_without_count, '
                        f'persons_dropped FROM "{release}_retention"').fetchall()
-    assert {r[0]: r[1] for r in rows} == dict(persons)
+    assert {r[0]: r[1] for r in rows if r[1] is not None and r[0] is not None} == \
+        {c: n for c, n in persons.items() if n >= k}
     total = sum(persons.values())
-    return {f"pairs_{o}": sum(r[i] for r in rows) / total for i, o in enumerate(utility.OUTCOMES, start=2)}
+    assert sum(r[1] or 0 for r in rows) == total
+    return {f"pairs_{o}": sum(r[i] or 0 for r in rows) / total for i, o in enumerate(utility.OUTCOMES, start=2)}
 
 
 def _spread(records, actual_queries, births=None):
