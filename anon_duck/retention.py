@@ -94,7 +94,7 @@ def qi_retention_levels(backend: Backend, job: Job, inputs: Inputs, release: tup
 
 
 def min_persons(job: Job, params: Any) -> int:
-    """The fewest input persons a named code of ``<release>_retention`` stands for: the job's
+    """The fewest input persons a code of ``<release>_retention`` is counted with: the job's
     ``[release] retention_min_persons``, else the method's k (the group size its privacy model
     already publishes), else 1."""
     if job.release.retention_min_persons is not None:
@@ -119,7 +119,8 @@ def merge_rare_codes(backend: Backend, staged: Staged, floor: int) -> Staged:
 
 def check(backend: Backend, tables: Mapping[str, tuple[str, ...]], floor: int) -> list[CheckResult]:
     """The independent check of ``<release>_retention`` (staged or published): no named code
-    stands for fewer than ``floor`` persons of the input. None for a release without codes."""
+    is counted with fewer than ``floor`` persons of the input. No check for a release without
+    codes."""
     if "retention" not in tables:
         return []
     return [min_count(backend, relation=tables["retention"], key="code", count="persons_input", min_count=floor)]
