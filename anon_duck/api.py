@@ -66,7 +66,7 @@ def run(con: Connection, job: Job, *, progress: Progress | None = None) -> RunRe
     with session(con, job, publishes=True) as backend:
         inputs = prepare(backend, job)
         staged = _anonymize(backend, job, method, inputs, params, progress)
-        checks = _verify_staged(backend, job, method, staged, params)
+        checks = _checks(backend, job, method, {t.suffix: t.staged for t in staged.tables}, params)
         _gate(job, checks)
         tables = release.publish(backend, job, staged.tables, checks, staged.facts)
     return RunResult(job.release.name, tables, checks, staged.facts, time.perf_counter() - t0, backend.trace,
@@ -81,10 +81,10 @@ def _anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, param
     return retention.merge_rare_codes(backend, staged, retention.min_persons(job, params))
 
 
-def _verify_staged(backend: Backend, job: Job, method: Method, staged: Staged, params: Any) -> list[CheckResult]:
-    """The independent checks of a staged release: the method's verifier and the retention
-    table's small-count check."""
-    tables = {t.suffix: t.staged for t in staged.tables}
+def _checks(backend: Backend, job: Job, method: Method, tables: Mapping[str, tuple[str, ...]],
+            params: Any) -> list[CheckResult]:
+    """The independent checks of a release, staged or published (``tables``: suffix -> table):
+    the method's verifier and the retention table's small-count check."""
     return method.verify(backend, job, tables, params) + \
         retention.check(backend, tables, retention.min_persons(job, params))
 
@@ -109,9 +109,8 @@ def verify(con: Connection, job: Job) -> list[CheckResult]:
     method = get_method(job.method)
     params = method.check_params(job)
     with session(con, job) as backend:   # a verifier may re-read the inputs into scratch tables
-        tables = release.release_tables(backend, job)
-        return method.verify(backend, job, tables, params) + \
-            retention.check(backend, tables, retention.min_persons(job, params)) + [release.check_views(backend, job)]
+        return _checks(backend, job, method, release.release_tables(backend, job), params) + \
+            [release.check_views(backend, job)]
 
 
 def report(con: Connection, job: Job) -> dict[str, Any]:
@@ -198,7 +197,7 @@ def sweep(con: Connection, job: Job, param: str, values: Sequence[Any], *, progr
             inputs = prepare(backend, point_job)
             staged = _anonymize(backend, point_job, method, inputs, params, progress)
             tables = {t.suffix: t.staged for t in staged.tables}
-            checks = _verify_staged(backend, point_job, method, staged, params)
+            checks = _checks(backend, point_job, method, tables, params)
             _gate(point_job, checks)
             point = measure_point(backend, point_job, inputs, tables, staged.facts,
                                   lambda: _method_report(backend, point_job, inputs, tables, params))
