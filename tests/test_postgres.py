@@ -242,3 +242,10 @@ def test_group_by_all_leaves_duckdbs_product_aggregate_out_of_the_keys():
     from anon_duck.backend.postgres.statements import to_postgres
     (statement,) = to_postgres("SELECT qid, rid, product(1 - p) AS miss FROM hits GROUP BY ALL")
     assert statement.text.endswith("GROUP BY 1, 2")
+
+
+def test_the_frequent_itemset_search_is_exact_on_postgres(pg):
+    """The "sup" policy's level-wise search (sql/disassociation/frequent_level.sql.j2) on
+    PostgreSQL finds what brute force finds (as on DuckDB: tests/test_disassociation_itemsets.py)."""
+    from test_disassociation_itemsets import frequent_search_is_exact
+    frequent_search_is_exact(backend_for(pg), seed=5, sigma=6)

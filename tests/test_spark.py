@@ -346,8 +346,6 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
     and release-schema tests below); report and inspect give the same numbers on both engines
     for this one release."""
     job = load_job(JOBS / job_file).with_release("on_spark_" + job_file.removesuffix(".toml"))
-    if job_file == "disassociation_toy.toml":     # W1's itemsets mined in SQL (support >= 2), as on real data
-        job = job.with_params(w1_minsup_percent=20.0)
     on_spark = anon_duck.run(spark.spark, job)
     assert on_spark.verified
     con = _copied_to_duckdb(spark, job, on_spark.tables)
@@ -369,6 +367,13 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
     if job_file in INSPECTED:
         _same(anon_duck.inspect(con, job), anon_duck.inspect(spark.spark, job))
     COMPLETED.add(job_file)
+
+
+def test_the_frequent_itemset_search_is_exact_on_spark(spark):
+    """The "sup" policy's level-wise search (sql/disassociation/frequent_level.sql.j2) on Spark
+    finds what brute force finds (as on DuckDB: tests/test_disassociation_itemsets.py)."""
+    from test_disassociation_itemsets import frequent_search_is_exact
+    frequent_search_is_exact(spark, seed=5, sigma=6)
 
 
 def test_partitioned_runs_in_spark_executors_publish_what_duckdb_publishes(spark):

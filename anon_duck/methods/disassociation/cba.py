@@ -207,8 +207,7 @@ class CBA:
         assert inputs.codes is not None
         rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
         allowed = kept_codes(backend, rec, tables["tokens"])
-        w1, w2, sigma = workloads(rec, allowed, params.queries, params.w1_minsup_percent, job.release.seed,
-                                   backend)
+        w1, w2, sigma = workloads(rec, allowed, params.queries, params.w1_minsup_percent, job.release.seed)
         suppressed = rec.n_codes - int(allowed.sum())
         return {"suppressed_codes": suppressed, "distinct_codes": rec.n_codes,
                 "suppression_rate": suppressed / rec.n_codes if rec.n_codes else 0.0,

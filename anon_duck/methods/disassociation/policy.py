@@ -27,6 +27,7 @@ from ...inputs import Inputs
 from ...job import Job
 from ...sqlrender import render
 from .encoding import CODE, PAIR, Records
+from .frequent import frequent_itemsets
 
 
 class PolicyParams(Protocol):
@@ -119,21 +120,11 @@ def _from_groups(rec: Records, cid: np.ndarray, group: np.ndarray) -> Policy:
 
 
 def _frequent_itemsets(backend: Backend, rec: Records, sup_percent: float) -> Policy:
-    """Digest A15 "sup x": all frequent itemsets (level-wise, Apriori-pruned: size j only
-    uses codes of frequent (j-1)-itemsets), greedy disjoint selection."""
+    """Digest A15 "sup x": all frequent itemsets (level-wise, :mod:`.frequent`), greedy
+    disjoint selection."""
     sigma = max(1, math.ceil(sup_percent / 100.0 * rec.n))
-    found: list[tuple[int, int, tuple[int, ...]]] = []      # (size, support, cids)
-    size = 1
-    while True:
-        bound: dict[str, object] = {"sigma": sigma}
-        if size > 1:
-            bound["allowed"] = sorted({c for _, _, s in found if len(s) == size - 1 for c in s})
-        rows = backend.fetch(f"disassociation: frequent itemsets of size {size}", render(
-            "disassociation/frequent_itemsets.sql.j2", pair=PAIR, size=size, previous=size > 1), bound)
-        if rows["support"].size == 0:
-            break
-        found += [(size, int(s), tuple(int(c) for c in items)) for s, items in zip(rows["support"], rows["items"])]
-        size += 1
+    found = [(len(items), support, items) for level in frequent_itemsets(backend, sigma)
+             for items, support in level]                    # (size, support, cids)
     found.sort(key=lambda f: (-f[0], -f[1], f[2]))
     constraint_of = np.full(rec.n_codes, -1, dtype=np.int64)
     names: list[str] = []

@@ -48,8 +48,7 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
     rec = encode(backend, inputs.person, job.dataset.id, inputs.codes)
     baseline = _baseline_tables(backend, job, params.baseline_release) if params.baseline_release else None
     allowed = kept_codes(backend, rec, baseline["tokens"]) if baseline else np.ones(rec.n_codes, dtype=bool)
-    w1, w2, sigma_w1 = workloads(rec, allowed, params.queries, params.w1_minsup_percent, job.release.seed,
-                                 backend)
+    w1, w2, sigma_w1 = workloads(rec, allowed, params.queries, params.w1_minsup_percent, job.release.seed)
     out: dict[str, Any] = {"reconstructions": params.reconstructions, "item_count": params.item_count,
                            "suppressed_codes": 0, "suppression_rate": 0.0}
     out["are"] = {"W1": {"minsup_records": sigma_w1}, "W2": {}}
