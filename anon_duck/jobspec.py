@@ -203,8 +203,6 @@ class OmopSpec:
     # concept_ancestor rows) instead of placing it (docs/omop.md)
     strict: bool = False
     csv: CsvOptions = CSV_DEFAULT      # how the folder's CSV files are written
-    # which direct parent a concept of the polyhierarchy keeps (docs/omop.md, The code tree)
-    parent_rule: str = "depth"
 
     def where(self, table: str) -> str:
         """Where a table is looked for, for error messages."""

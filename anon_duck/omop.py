@@ -47,11 +47,7 @@ METHOD_ROLES = {
     "fulldomain": ("person",), "lkc": ("person",), "counterfeit": ("person",),
 }
 KEYS = {"path", "schema", "qis", "code", "reference_date", "domain_id", "vocabulary_id", "min_code_frequency",
-        "class", "sensitive", "roles", "strict", "csv", "parent_rule"}
-# How a concept with several direct parents picks the one it keeps in the code tree: the deepest
-# (ties: smallest id), or the one whose subtree holds most of its co-occurring codes, or most of
-# all persons' codes (then depth; sql/omop/parents.sql.j2)
-PARENT_RULES = ("depth", "cooccurrence", "frequency")
+        "class", "sensitive", "roles", "strict", "csv"}
 ROOT = "*"
 # OMOP's concept 0, "No matching concept": a bucket of its own, never placed under a real concept
 NO_MATCHING_CONCEPT = 0
@@ -127,15 +123,12 @@ def expand(t: Mapping[str, Any], base: Path, method: str,
     strict = t.get("strict", False)
     if not isinstance(strict, bool):
         raise JobError(f"{key}.strict = {strict!r}: must be true or false")
-    parent_rule = t.get("parent_rule", PARENT_RULES[0])
-    if parent_rule not in PARENT_RULES:
-        raise JobError(f"{key}.parent_rule = {parent_rule!r}: one of {', '.join(map(repr, PARENT_RULES))}")
     if "csv" in t and path is None:
         raise JobError(f"{key}.csv: says how the CSV files of a folder are written; {key}.schema names tables")
     spec = OmopSpec(schema, path, roles, qis, code, reference,
                     _strings(t.get("domain_id", []), f"{key}.domain_id"),
                     _strings(t.get("vocabulary_id", []), f"{key}.vocabulary_id"), frequency, class_, sensitive,
-                    strict, parse_csv(t["csv"], f"{key}.csv") if "csv" in t else OmopSpec.csv, parent_rule)
+                    strict, parse_csv(t["csv"], f"{key}.csv") if "csv" in t else OmopSpec.csv)
     if "person" in roles and not qis:
         raise JobError(f"{key}.qis: the person role needs at least one quasi-identifier")
     if "person" not in roles and (class_ or sensitive or "qis" in t):

@@ -276,7 +276,7 @@ def _code_tree(backend: Backend, spec: OmopSpec, tables: Mapping[str, Table], no
     notes.without_ancestors, notes.without_ancestor_examples = int(n_orphans), list(orphans or [])[:EXAMPLES]
     backend.run("omop: parents", render("omop/parents.sql.j2", target=PARENTS, conditions=CONDITIONS,
                                         ancestor=ancestor, source_values=spec.code == "condition_source_value",
-                                        no_match=NO_MATCHING_CONCEPT, rule=spec.parent_rule))
+                                        no_match=NO_MATCHING_CONCEPT))
     if spec.strict:
         _refuse_missing_concepts(backend, PARENTS, "concept_id", concept, "concept_ancestor (ancestors of used codes)")
     if spec.code == "condition_source_value":
@@ -289,10 +289,9 @@ def _code_tree(backend: Backend, spec: OmopSpec, tables: Mapping[str, Table], no
     backend.run("omop: code tree", render("omop/code_tree.sql.j2", target=CODE_TREE, parents=PARENTS,
                                           mapping=mapping, concept=concept, root=ROOT,
                                           max_depth=MAX_LEVELS, no_match=NO_MATCHING_CONCEPT))
-    cooccurrence, depth, smallest = backend.rows("omop: tie-breaks", render(
-        "omop/tie_breaks.sql.j2", parents=PARENTS, tree=CODE_TREE))[0]
-    notes.tie_breaks = ({"cooccurrence": int(cooccurrence or 0)} if spec.parent_rule != "depth" else {}) \
-        | {"depth": int(depth or 0), "smallest_concept_id": int(smallest or 0)}
+    depth, smallest = backend.rows("omop: tie-breaks", render("omop/tie_breaks.sql.j2", parents=PARENTS,
+                                                              tree=CODE_TREE))[0]
+    notes.tie_breaks = {"depth": int(depth or 0), "smallest_concept_id": int(smallest or 0)}
     return mapping
 
 

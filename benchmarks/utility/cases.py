@@ -47,22 +47,19 @@ def method_scale(method: str, scale: float) -> float:
     return scale if cap is None else min(scale, cap / PERSONS)
 
 
-def utility_job(method: str, k: int, scale: float, folder: Path | None = None,
-                omop_keys: Mapping[str, Any] | None = None) -> Job:
+def utility_job(method: str, k: int, scale: float, folder: Path | None = None) -> Job:
     """The fixture job of ``method`` (fixtures/jobs/omop_<method>.toml) with its k set, on the
-    CDM at ``scale`` (or the one in ``folder``), with ``omop_keys`` added to its ``[input.omop]``."""
+    CDM at ``scale`` (or the one in ``folder``)."""
     doc = fixture_doc("fulldomain" if method in BORROWED else method)
     params = {"name": method, "k": k} if method in BORROWED else {**doc["method"], K_KEY.get(method, "k"): k}
-    omop = {**doc["input"]["omop"], **BORROWED.get(method, {}), **(omop_keys or {})}
+    omop = {**doc["input"]["omop"], **BORROWED.get(method, {})}
     doc = {**doc, "input": {"omop": omop}, "method": params,
            "release": {**doc["release"], "name": f"utility_{method}_k{k}"}}
     return job_on_cdm(doc, method_scale(method, scale), folder)
 
 
-def measure(con: duckdb.DuckDBPyConnection, job: Job, cdm_path: Path,
-            facts: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Run ``job`` (timed), then everything the utility table shows of its release (and the
-    run's ``facts`` of these names, e.g. longitudinal's ``ilm_alg``, ArtUC's ``ul``)."""
+def measure(con: duckdb.DuckDBPyConnection, job: Job, cdm_path: Path) -> dict[str, Any]:
+    """Run ``job`` (timed), then everything the utility table shows of its release."""
     t0 = time.perf_counter()
     result = api.run(con, job)
     seconds = time.perf_counter() - t0
@@ -72,7 +69,7 @@ def measure(con: duckdb.DuckDBPyConnection, job: Job, cdm_path: Path,
     kinds = dict(backend.rows("utility: kinds", render("bench/utility/kinds.sql.j2", workload=drawn)))
     errors = relative_errors(workload.truth(backend, found, drawn), estimate.answers(backend, job, found, drawn), kinds)
     return {"seconds": seconds, "verified": result.verified, "method": job.method, **retention_shares(con, job),
-            "ncp": demographics_ncp(con, job), **errors, **{f: result.facts.get(f) for f in facts}}
+            "ncp": demographics_ncp(con, job), **errors}
 
 
 def retention_shares(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, float | None]:
