@@ -214,6 +214,21 @@ def test_a_used_code_with_used_descendants_gets_a_leaf_of_its_own():
     assert {n for n in parent if n.endswith("+")} == {"4000003+", "4000005+", "4000006+", "4000014+"}
 
 
+def test_a_released_node_says_and_descendants_once(con):
+    """A longitudinal release generalizes codes to nodes of this tree; a node standing for a
+    used code and its coded descendants ('<code>+') is labelled so by the tree already, and the
+    release does not say it twice. Every other node above the leaves gets the words once."""
+    result = anon_duck.run(con, omop_job("longitudinal"))
+    assert result.verified
+    labels = dict(con.execute("SELECT DISTINCT code, code_label FROM r_events").fetchall())
+    edges = derived(omop_job("longitudinal"))["h_code"]
+    inner = {parent for _, parent, _ in edges}
+    assert any(code.endswith("+") for code in labels)       # the case in question is released
+    assert any(code in inner and not code.endswith("+") for code in labels)
+    for code, label in labels.items():
+        assert label.count("(and descendants)") == (code in inner), (code, label)
+
+
 def test_rare_codes_roll_up_to_their_parents():
     conditions = rows(DAG, "condition_occurrence")
     rule = expected_parents(DAG)
