@@ -3,6 +3,7 @@
 code counted as ``*``, and the diagnostic scans doing what they claim on a constructed pool."""
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
@@ -132,3 +133,31 @@ def test_every_scan_releases_a_verified_release(scan):
         assert api.run(con, job).verified
     if scan == "paper":
         assert sorted(_events(con, job)) == sorted(_events(plain, job))
+
+
+def test_retention_counts_a_code_shown_only_as_the_top_concept_as_dropped(tmp_path):
+    """``<release>_retention``: a person whose code the release shows only as the single top
+    concept (above every code, so as little as ``*``) is dropped, not generalized. Checked per
+    code from the release alone: a code with no shown ancestor below the top (by
+    concept_ancestor, a superset of the derived tree's ancestors) has persons_generalized = 0."""
+    cdm = generate(tmp_path / "cdm", TINY)
+    con = connect()
+    job = utility.utility_job("longitudinal", 5, 1.0, folder=cdm)
+    job = dataclasses.replace(job, release=dataclasses.replace(job.release, retention_min_persons=1))
+    assert api.run(con, job).verified
+    ancestors = duckdb.sql(f"SELECT ancestor_concept_id, descendant_concept_id, min_levels_of_separation "
+                           f"FROM '{cdm / 'concept_ancestor.parquet'}'").fetchall()
+    children = {str(d) for _, d, lvl in ancestors if lvl >= 1}
+    tops = {str(a) for a, _, _ in ancestors} - children
+    above = defaultdict(set)
+    for a, d, lvl in ancestors:
+        if lvl >= 1 and str(a) not in tops:
+            above[str(d)].add(str(a))
+    shown = {code for code, _, _ in _events(con, job)}
+    rows = con.execute(f'SELECT code, persons_input, persons_exact, persons_generalized, persons_dropped '
+                       f'FROM "{job.release.name}_retention" WHERE code IS NOT NULL').fetchall()
+    only_top = [r for r in rows if not above[r[0]] & shown and r[1] > r[2]]
+    assert only_top                                   # the case the rule is about occurs
+    for code, n, exact, generalized, dropped in only_top:
+        assert generalized == 0 and dropped == n - exact, code
+    assert all((exact > 0) <= (code in shown) for code, _, exact, _, _ in rows)
