@@ -182,13 +182,17 @@ seed = 2
     return _sized(job, size)
 
 
-def _fragment_of(con, job):
+def _fragment_of(con, job, then=None):
+    """ArtUC's fragments of ``job`` (its box lead, the ``sort`` rule) and each person's
+    fragment; ``then(backend, inputs, fragments)`` runs in the same session, beside them."""
     from anon_duck.methods import get_method
     method = get_method(job.method)
     with session(con, job) as backend:
         inputs = prepare(backend, job)
         lead = method.partitioning.lead(backend, job, inputs, method.check_params(job))
         frag = fragment(backend, job, inputs, job.settings.partition_size, "sort", lambda *_: None, lead)
+        if then is not None:
+            then(backend, inputs, frag)
         return frag, dict(con.execute(f'SELECT id, fragment FROM temp.main."{frag.table[2]}"').fetchall())
 
 
@@ -216,6 +220,25 @@ def test_artuc_fragments_keep_each_constraint_box_together(con):
     old = _old_sort_rule(persons, pairs, 2)
     assert {old[p] for p in young} == {0, 1}                       # the old rule split both groups
     assert frag.domains == {"age": (20.0, 69.0)}                    # the whole input's, carried by every fragment
+
+
+def test_an_artuc_fragment_measures_ncp_against_the_whole_inputs_domain(con):
+    """A fragment of the young box alone (ages 20-29) prices an age interval against the whole
+    input's 20-69, as the unpartitioned run does, not against its own 20-29."""
+    from anon_duck.methods.artuc.constraints import qi_infos
+    from anon_duck.partition.fragments import restrict, tag
+    persons = [(f"p{i:02d}", "Female", 20 + i if i < 10 else 50 + i) for i in range(20)]
+    job = _artuc_grid_job(con, persons, [(p, "250") for p, _, _ in persons], 10)
+    seen = []
+
+    def young_fragment(backend, inputs, frag):
+        young = restrict(backend, inputs, tag(backend, job, inputs, frag), frag, 0)
+        ages = con.execute(f'SELECT min(age), max(age) FROM temp.main."{young.person[2]}"').fetchone()
+        age = next(q for q in qi_infos(backend, job, young) if q.column == "age")
+        seen.append((young.fragment, dict(young.domains), ages, (age.lo, age.hi)))
+
+    _fragment_of(con, job, young_fragment)
+    assert seen == [(True, {"age": (20.0, 69.0)}, (20, 29), (20.0, 69.0))]
 
 
 def test_artuc_fragments_keep_holders_of_frequent_codes_together(con):
