@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .backend.base import Backend
 from .csvoptions import is_csv_error, unreadable
@@ -39,6 +39,9 @@ class Inputs:
     # one fragment of a partitioned run (docs/scale.md): what the job names may occur in the
     # input but not here, and was checked on the whole input before the cut
     fragment: bool = False
+    # a fragment's view of the whole input: the (min, max) of each numeric QI over every
+    # person, against which NCP is measured (partition/fragments.py); empty otherwise
+    domains: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # what [input.omop] placed instead of refusing (omop_derive.Notes.summary) and the warning
     # lines saying so, which run and inspect print
     omop: dict = field(default_factory=dict)

@@ -575,6 +575,58 @@ def _artuc_figures(out: dict[str, Any]) -> dict[str, Any]:
             "peak_rss_mb": out["peak_rss_mb"]}
 
 
+ARTUC_PARTITION_SIZES = (5_000, 10_000)
+"""The fragment sizes at which ``artuc_partition`` compares partitioned ArtUC with the
+unpartitioned run (issue #32, item 4: within 2 points at partition_size >= 5,000)."""
+
+
+def _artuc_partition_job(scale: float) -> tuple[Job, tuple[int, ...]]:
+    """``artuc_partition``'s job and fragment sizes: INFORMS UC1 with k = 5, m = 2 (the issue's
+    retail set's), δ = 0.1 and 4 merge partners (the job file's), ε lifted; below scale 1
+    (``--quick``), 1,000 INFORMS-like persons (δ = 0.5) cut at 500."""
+    import dataclasses
+
+    from anon_duck.job import load_job
+    if scale < 1:
+        from .artuc import informs_like_job
+        return informs_like_job(1_000, k=5, delta=0.5), (500,)
+    job = load_job(_jobs() / "artuc_informs_uc1.toml")
+    params = {k: v for k, v in job.params.items() if k != "epsilon_share"}
+    params.update(k=5, m=2, delta=0.1, merge_candidates=4, epsilon=1e12)
+    return dataclasses.replace(job, params=params), ARTUC_PARTITION_SIZES
+
+
+@case("artuc_partition", data=lambda scale: _artuc_partition_job(scale)[0])
+def artuc_partition(scale: float) -> dict[str, Any]:
+    """Partitioned ArtUC against the unpartitioned run of the same job (:func:`_artuc_partition_job`):
+    the share of the input's (person, code) pairs each release dropped (suppressed codes and
+    suppressed records, from its published retention table), unpartitioned and at each size of
+    :data:`ARTUC_PARTITION_SIZES`, and ``gap_points``, the largest partitioned share minus the
+    unpartitioned one (the suite's target: at most 2). ``seconds`` is every run's together."""
+    import dataclasses
+
+    from anon_duck.release.names import ReleaseNames
+    job, sizes = _artuc_partition_job(scale)
+    out: dict[str, Any] = {"seconds": 0.0, "verified": True}
+    for size in (None, *sizes):
+        sized = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=size))
+        with connect() as con:
+            run = _timed_run(con, sized)
+            pairs, _, pct = con.execute(render("bench/retention_dropped.sql.j2", relation=(
+                ReleaseNames.of(job).table("retention"),))).fetchone()
+        tag = "" if size is None else f"_{size}"
+        out["seconds"] += run["seconds"]
+        out["verified"] = out["verified"] and bool(run["verified"])
+        out[f"suppressed_pct{tag}"] = round(float(pct), 2)
+        if size is None:
+            out["rows"], out["pairs"], out["release"] = run["facts"]["published_records"], int(pairs), run["release"]
+        else:
+            out[f"ncp{tag}"] = round(run["facts"]["ncp"], 4)
+            out[f"fragments{tag}"] = run["facts"]["partition"]["fragments"]
+    out["gap_points"] = round(max(out[f"suppressed_pct_{s}"] for s in sizes) - out["suppressed_pct"], 2)
+    return out
+
+
 def _ehrd_job(scale: float) -> Job:
     """``artuc_ehrd``'s job on 208,387 × scale EHRD-like records (cached Parquet); 1,000
     records at scale 0.01 and below (``--quick``)."""

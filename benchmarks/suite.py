@@ -83,6 +83,9 @@ PLAN: tuple[Step, ...] = (
     Step("artuc_ehrd_curve", "ArtUC on EHRD-like data (k = 10, m = 2), 6K…208K records", ("artuc_ehrd",),
          curve=(0.03, 0.12, 0.25, 0.5, 1.0)),
     Step("artuc_curve", "ArtUC on INFORMS-like data ×1, ×2", ("artuc_informs_like",), curve=(1, 2)),
+    # issue #32, item 4: partitioned ArtUC keeps the unpartitioned run's codes (cases.artuc_partition)
+    Step("artuc_partition", "Partitioned ArtUC against the same job unpartitioned: (person, code) pairs dropped, "
+         "INFORMS UC1, k = 5, m = 2, δ = 0.1, at partition_size 5,000 and 10,000", ("artuc_partition",)),
     Step("cf_curve", "Counterfeit lattice search scaling curve (Adult ×1…×40)", ("counterfeit_adult",),
          curve=(1, 2, 4, 8, 40)),
     Step("spark_1m", "Spark local[2] beside DuckDB: 1M rows; partitioned disassociation of BMS-WebView-1 ×2, "
@@ -157,6 +160,10 @@ TARGETS: tuple[Target, ...] = (
     Target("Mondrian on Adult (k = 10): NCP ≤ anonypy's Mondrian's", "k_anonymizers", "mondrian_adult", "ncp", 1.0,
            peer="anonypy_mondrian_adult"),
     Target("Mondrian on Adult (k = 10): C_avg/k ≤ 2.0", "k_anonymizers", "mondrian_adult", "c_avg_norm", 2.0),
+    # issue #32, item 4: the largest partitioned share of dropped (person, code) pairs minus the
+    # unpartitioned one, in percentage points
+    Target("partitioned ArtUC within 2 points of the unpartitioned suppression (INFORMS, k = 5, m = 2, "
+           "partition_size 5,000 and 10,000)", "artuc_partition", "artuc_partition", "gap_points", 2.0),
 )
 
 RELEASES: dict[str, str] = {

@@ -136,6 +136,147 @@ def test_artuc_partitioned_union_is_kkm_anonymous(con):
     assert all(c.passed for c in api.verify(con, job))
 
 
+def _artuc_grid_job(con, persons, pairs, size):
+    """ArtUC (k = 3, m = 2) of ``persons`` [(pid, gender, age)] and ``pairs`` [(pid, 3-digit
+    ICD-9 code)], UC grid: 50-year age bands, gender at "All", ICD-9 chapters; cut at ``size``."""
+    con.execute("CREATE TABLE people(pid VARCHAR, gender VARCHAR, age INTEGER)")
+    con.executemany("INSERT INTO people VALUES (?, ?, ?)", persons)
+    con.execute("CREATE TABLE dx(pid VARCHAR, code VARCHAR)")
+    con.executemany("INSERT INTO dx VALUES (?, ?)", pairs)
+    job = parse_job(f"""
+[input]
+table = "people"
+id = "pid"
+[[input.qi]]
+column = "gender"
+hierarchy = "gender"
+[[input.qi]]
+column = "age"
+kind = "numeric"
+[input.codes]
+table = "dx"
+id = "pid"
+code = "code"
+hierarchy = "icd9"
+[hierarchy.gender]
+type = "edges"
+path = "{FIXTURES / "000" / "hier_gender.csv"}"
+[hierarchy.icd9]
+type = "builtin"
+name = "icd9cm"
+leaf_level = "category"
+[method]
+name = "artuc"
+k = 3
+m = 2
+delta = 1.0
+epsilon = 1000000
+[method.constraint_grid]
+age = {{ lo = 0, width = 50 }}
+gender = ["All"]
+code_level = "chapter"
+[release]
+name = "grid"
+seed = 2
+""")
+    return _sized(job, size)
+
+
+def _fragment_of(con, job, then=None):
+    """ArtUC's fragments of ``job`` (its box lead, the ``sort`` rule) and each person's
+    fragment; ``then(backend, inputs, fragments)`` runs in the same session, beside them."""
+    from anon_duck.methods import get_method
+    method = get_method(job.method)
+    with session(con, job) as backend:
+        inputs = prepare(backend, job)
+        lead = method.partitioning.lead(backend, job, inputs, method.check_params(job))
+        frag = fragment(backend, job, inputs, job.settings.partition_size, "sort", lambda *_: None, lead)
+        if then is not None:
+            then(backend, inputs, frag)
+        return frag, dict(con.execute(f'SELECT id, fragment FROM temp.main."{frag.table[2]}"').fetchall())
+
+
+def _old_sort_rule(persons, pairs, count):
+    """The fragments the ``sort`` rule gave ArtUC before its boxes and frequency keys: persons
+    by their QIs in the job's order, then their codes' sorted text, then id."""
+    codes = defaultdict(list)
+    for pid, code in pairs:
+        codes[pid].append(code)
+    ordered = sorted(persons, key=lambda p: (p[1], p[2], " ".join(sorted(codes[p[0]])), p[0]))
+    return {p[0]: i * count // len(persons) for i, p in enumerate(ordered)}
+
+
+def test_artuc_fragments_keep_each_constraint_box_together(con):
+    """Young persons hold circulatory and endocrine codes, old ones respiratory codes; gender,
+    the first QI, alternates and the UC grid leaves it at "All". Sorted by the QIs, both
+    fragments held half of each box and of each code group; with the box leading, each box
+    (and here each code group) is one fragment."""
+    persons = [(f"p{i:02d}", ["Female", "Male"][i % 2], 20 + i if i < 10 else 50 + i) for i in range(20)]
+    pairs = [(p, c) for p, _, age in persons for c in (("250", "401") if age < 50 else ("486", "493"))]
+    job = _artuc_grid_job(con, persons, pairs, 10)
+    frag, of = _fragment_of(con, job)
+    young = {p for p, _, age in persons if age < 50}
+    assert frag.sizes == [10, 10] and {of[p] for p in young} == {0} and {of[p] for p in of if p not in young} == {1}
+    old = _old_sort_rule(persons, pairs, 2)
+    assert {old[p] for p in young} == {0, 1}                       # the old rule split both groups
+    assert frag.domains == {"age": (20.0, 69.0)}                    # the whole input's, carried by every fragment
+
+
+def test_an_artuc_fragment_measures_ncp_against_the_whole_inputs_domain(con):
+    """A fragment of the young box alone (ages 20-29) prices an age interval against the whole
+    input's 20-69, as the unpartitioned run does, not against its own 20-29."""
+    from anon_duck.methods.artuc.constraints import qi_infos
+    from anon_duck.partition.fragments import restrict, tag
+    persons = [(f"p{i:02d}", "Female", 20 + i if i < 10 else 50 + i) for i in range(20)]
+    job = _artuc_grid_job(con, persons, [(p, "250") for p, _, _ in persons], 10)
+    seen = []
+
+    def young_fragment(backend, inputs, frag):
+        young = restrict(backend, inputs, tag(backend, job, inputs, frag), frag, 0)
+        ages = con.execute(f'SELECT min(age), max(age) FROM temp.main."{young.person[2]}"').fetchone()
+        age = next(q for q in qi_infos(backend, job, young) if q.column == "age")
+        seen.append((young.fragment, dict(young.domains), ages, (age.lo, age.hi)))
+
+    _fragment_of(con, job, young_fragment)
+    assert seen == [(True, {"age": (20.0, 69.0)}, (20, 29), (20.0, 69.0))]
+
+
+def test_artuc_fragments_keep_holders_of_frequent_codes_together(con):
+    """One box, equal demographics: ten persons hold 250 only, ten hold 500 and a rare code of
+    their own (001-005, 710-714). Sorted as text, the 500 holders with a rare code below 250
+    came before the 250 holders and the others after, so the 500 group was cut in two; keyed by frequency (250 and 500 held by ten each, 250 first on the tie),
+    the 250 holders form one fragment and the 500 holders the other."""
+    persons = [(f"p{i:02d}", "Female", 30) for i in range(20)]
+    rare = [f"{c:03d}" for c in (*range(1, 6), *range(710, 715))]
+    pairs = [(f"p{i:02d}", "250") for i in range(0, 20, 2)] + \
+        [(f"p{i:02d}", c) for i, r in zip(range(1, 20, 2), rare) for c in ("500", r)]
+    job = _artuc_grid_job(con, persons, pairs, 10)
+    frag, of = _fragment_of(con, job)
+    holders_500 = {p for p, c in pairs if c == "500"}
+    assert frag.sizes == [10, 10]
+    assert {of[p] for p in holders_500} == {1} and {of[p] for p in of if p not in holders_500} == {0}
+    old = _old_sort_rule(persons, pairs, 2)
+    assert {old[p] for p in holders_500} == {0, 1}
+
+
+@pytest.mark.parametrize("size", [6, 7, 10, 13])
+def test_artuc_box_fragments_respect_the_size_and_the_union_verifies(con, size):
+    """The box-led fragments of 40 persons in two boxes of 20: never more than the size, never
+    fewer than half of it, and the union passes the verifier, a brute-force (k, k^m) check and
+    keeps every published person once."""
+    rng = np.random.default_rng(size)
+    persons = [(f"p{i:02d}", ["Female", "Male"][int(rng.integers(2))], int(rng.integers(20, 80))) for i in range(40)]
+    pairs = [(p, str(c)) for p, _, _ in persons for c in rng.choice([250, 401, 486, 493, 714], size=2, replace=False)]
+    job = _artuc_grid_job(con, persons, pairs, size)
+    result = api.run(con, job)
+    part = result.facts["partition"]
+    assert result.verified and part["fragments"] == -(-40 // size) > 1
+    assert part["max_fragment"] <= size and part["min_fragment"] >= size / 2
+    published = _check_artuc(con, "grid", 3, 2)
+    assert published + result.facts["suppressed_records_step2"] + result.facts["suppressed_records_no_box"] == 40
+    assert all(c.passed for c in api.verify(con, job))
+
+
 def test_longitudinal_partitioned_union_is_k_anonymous(con):
     job = _sized(_copies(con, load_job(JOBS / "longitudinal_toy.toml"), 5), 8)
     result = api.run(con, job)
@@ -334,12 +475,14 @@ def test_the_renumbering_has_at_least_four_blocks_per_core():
     assert all(16 ** block_digits(c) >= 4 * c for c in range(1, 5000))
 
 
-@pytest.mark.parametrize("lead", ["paths", "qis", "codes", "events"])
+@pytest.mark.parametrize("lead", ["paths", "qis", "codes", "events", "boxes"])
 def test_fragments_rank_by_block_as_one_window_over_the_persons(con, lead):
     """sql/partition/fragments.sql.j2 ranks each person inside its block (same path, else same
-    quasi-identifiers, else same codes or events) plus the blocks before (windows Spark spreads
-    over tasks): the same fragments as one row_number() over the whole order, with NULL
-    quasi-identifiers, persons without codes, and blocks of every size including ties."""
+    lead key and quasi-identifiers, else same codes or events) plus the blocks before (windows
+    Spark spreads over tasks): the same fragments as one row_number() over the whole order,
+    with NULL quasi-identifiers and lead keys, persons without codes, and blocks of every size
+    including ties. Codes are ordered by their frequency ranks (most frequent first, a person
+    holding more of them before one holding a prefix), here as DuckDB lists, there as text."""
     from anon_duck.sqlrender import render
     con.execute("""CREATE TABLE people AS SELECT 'p' || i AS pid,
                        CASE WHEN i % 11 = 0 THEN NULL ELSE i % 7 END AS age,
@@ -349,18 +492,28 @@ def test_fragments_rank_by_block_as_one_window_over_the_persons(con, lead):
                 "20 + (i * j) % 9 AS age FROM range(900) t(i), range(1 + i % 3) s(j) WHERE i % 17 <> 0")
     con.execute("CREATE TABLE paths AS SELECT 'p' || i AS id, ['0', '10', '110', '111'][1 + (i * 7) % 4] AS path "
                 "FROM range(900) t(i)")
-    kinds = {"paths": dict(paths=("memory", "main", "paths"), qis=[], codes=None, events=None),
-             "qis": dict(paths=None, qis=["age", "sex"], codes=("memory", "main", "visits"), events=None),
-             "codes": dict(paths=None, qis=[], codes=("memory", "main", "visits"), events=None),
-             "events": dict(paths=None, qis=[], codes=None, events=("memory", "main", "visits"))}[lead]
+    con.execute("CREATE TABLE boxes AS SELECT 'p' || i AS id, CASE WHEN i % 19 = 0 THEN NULL ELSE i % 3 END AS box "
+                "FROM range(900) t(i)")
+    none = dict(paths=None, lead=None, lead_column=None, qis=[], codes=None, events=None)
+    kinds = {"paths": dict(none, paths=("memory", "main", "paths")),
+             "qis": dict(none, qis=["age", "sex"], codes=("memory", "main", "visits")),
+             "codes": dict(none, codes=("memory", "main", "visits")),
+             "events": dict(none, events=("memory", "main", "visits")),
+             "boxes": dict(none, lead=("memory", "main", "boxes"), lead_column="box", qis=["age", "sex"],
+                           codes=("memory", "main", "visits"))}[lead]
     con.execute(render("partition/fragments.sql.j2", target=("temp", "main", "frag"), person=("memory", "main", "people"),
                        id="pid", **kinds), {"fragments": 7, "n": 900})
-    order = {"paths": "s.path", "qis": "p.age, p.sex, c.k", "codes": "c.k", "events": "e.k"}[lead]
+    order = {"paths": "s.path", "qis": "p.age, p.sex, c.k", "codes": "c.k", "events": "e.k",
+             "boxes": "b.box, p.age, p.sex, c.k"}[lead]
     expected = con.execute(f"""
-        WITH c AS (SELECT id, string_agg(code, ' ' ORDER BY code) AS k FROM visits GROUP BY id),
+        WITH r AS (SELECT code, row_number() OVER (ORDER BY count(*) DESC, code) AS rank FROM visits GROUP BY code),
+             c0 AS (SELECT v.id, list(r.rank ORDER BY r.rank) || [10 ** 9] AS k FROM visits AS v
+                    JOIN r ON r.code = v.code GROUP BY v.id),
+             c AS (SELECT p.pid AS id, coalesce(c0.k, [10 ** 9]) AS k FROM people AS p LEFT JOIN c0 ON c0.id = p.pid),
              e AS (SELECT id, string_agg(code || '@' || age, ' ' ORDER BY position, code, age) AS k FROM visits GROUP BY id)
         SELECT p.pid, CAST(floor((row_number() OVER (ORDER BY {order}, p.pid) - 1) * 7 / 900) AS BIGINT)
-        FROM people AS p JOIN paths AS s ON s.id = p.pid LEFT JOIN c ON c.id = p.pid LEFT JOIN e ON e.id = p.pid
+        FROM people AS p JOIN paths AS s ON s.id = p.pid JOIN boxes AS b ON b.id = p.pid
+        LEFT JOIN c ON c.id = p.pid LEFT JOIN e ON e.id = p.pid
         ORDER BY 1""").fetchall()
     got = con.execute("SELECT id, fragment FROM temp.main.frag ORDER BY 1").fetchall()
     assert got == expected and len({f for _, f in got}) == 7

@@ -52,7 +52,8 @@ def anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, params
     partitioning: Partitioning = method.partitioning    # check() refused a method without one
     if partitioning.check is not None:
         partitioning.check(backend, job, inputs, params)
-    fragments = fragment(backend, job, inputs, size, partitioning.split, progress)
+    lead = partitioning.lead(backend, job, inputs, params) if partitioning.lead is not None else None
+    fragments = fragment(backend, job, inputs, size, partitioning.split, progress, lead)
     if fragments.count == 1:
         staged = method.anonymize(backend, job, inputs, params, progress)
         return Staged(staged.tables, combine_facts(partitioning, [staged.facts], fragments, size))

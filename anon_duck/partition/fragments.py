@@ -13,9 +13,12 @@ pulling counts:
   A round applies several levels of each group's chain of D2 splits, as many as a guess
   (the group's codes by frequency) gets right, checked exactly: BMS-WebView-1 ×20 takes 51
   rounds instead of 221 at 50,000 persons per fragment, with the same fragments.
-* ``sort`` (artuc, longitudinal): the persons ordered by their quasi-identifiers, then their
-  sorted codes or their event sequence, then id, so persons with equal demographics and
-  similar codes are neighbours.
+* ``sort`` (artuc, longitudinal): the persons ordered by the method's leading key when it
+  declares one (:attr:`~anon_duck.methods.base.Partitioning.lead`; ArtUC: each person's
+  utility-constraint box, since ArtUC clusters and merges only inside a box), then by their
+  quasi-identifiers, then by their codes keyed by frequency (the holders of the most frequent
+  code first, among them the holders of the next, ...) or their event sequence, then id, so
+  persons with equal demographics who share frequent codes are neighbours.
 
 The ordered persons are then cut into ``ceil(n / partition_size)`` runs of equal size (within
 one person): never more than ``partition_size``, and never fewer than half of it when there
@@ -25,7 +28,8 @@ are two or more, which is what keeps every fragment anonymizable when the size i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from ..backend.base import Backend
 from ..inputs import Inputs
@@ -48,19 +52,27 @@ CHAIN = 8
 @dataclass(frozen=True)
 class Fragments:
     """``table`` maps each person id (VARCHAR) to its fragment (0 ..); ``sizes[f]`` is the
-    number of persons of fragment ``f``; ``rounds`` the split rounds of the ``codes`` rule."""
+    number of persons of fragment ``f``; ``rounds`` the split rounds of the ``codes`` rule;
+    ``domains`` the whole input's (min, max) of every numeric quasi-identifier, which each
+    fragment's :class:`~anon_duck.inputs.Inputs` carries: NCP divides by the domain of the
+    data set, and the data set of a fragment's release is the union (a fragment's own, narrower
+    domain made every generalization cost more, and ArtUC's δ bound stopped its merges early:
+    docs/scale.md)."""
 
     table: tuple[str, ...]
     sizes: list[int]
     rounds: int = 0
+    domains: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
         return len(self.sizes)
 
 
-def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, progress: Progress) -> Fragments:
-    """The fragments of the prepared ``inputs`` under rule ``split`` (``codes`` or ``sort``)."""
+def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, progress: Progress,
+             lead: tuple[tuple[str, ...], str] | None = None) -> Fragments:
+    """The fragments of the prepared ``inputs`` under rule ``split`` (``codes`` or ``sort``);
+    ``lead``, a relation (id VARCHAR, ...) and its column, leads the ``sort`` rule's order."""
     ds = job.dataset
     rounds = 0
     if split == "codes":
@@ -83,11 +95,24 @@ def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, 
     backend.run("partition: fragments", render(
         "partition/fragments.sql.j2", target=FRAGMENTS, person=inputs.person, id=ds.id,
         paths=PATHS if split == "codes" else None,
+        lead=lead[0] if lead and split == "sort" else None, lead_column=lead[1] if lead else None,
         qis=[q.column for q in ds.qis] if split == "sort" else [],
         codes=inputs.codes if split == "sort" else None, events=inputs.events if split == "sort" else None),
         {"fragments": count, "n": n})
     sizes = backend.fetch("partition: sizes", render("partition/fragment_sizes.sql.j2", fragments=FRAGMENTS))
-    return Fragments(FRAGMENTS, [int(v) for v in sizes["persons"]], rounds)
+    return Fragments(FRAGMENTS, [int(v) for v in sizes["persons"]], rounds, domains(backend, job, inputs))
+
+
+def domains(backend: Backend, job: Job, inputs: Inputs) -> dict[str, tuple[float, float]]:
+    """The (min, max) of each numeric quasi-identifier over the whole input."""
+    out = {}
+    for q in job.dataset.qis:
+        if q.kind == "numeric":
+            lo, hi = backend.rows(f"partition: domain of {q.column}", render(
+                "metrics/domain.sql.j2", relation=inputs.person, column=q.column))[0]
+            if lo is not None:
+                out[q.column] = (float(lo), float(hi))
+    return out
 
 
 def tag(backend: Backend, job: Job, inputs: Inputs, fragments: Fragments) -> dict[str, tuple[str, ...]]:
@@ -120,4 +145,5 @@ def restrict(backend: Backend, inputs: Inputs, tagged: dict[str, tuple[str, ...]
         return target
     person = rows("input")
     assert person is not None
-    return Inputs(person, fragments.sizes[f], rows("codes"), rows("events"), inputs.coverage, fragment=True)
+    return Inputs(person, fragments.sizes[f], rows("codes"), rows("events"), inputs.coverage, fragment=True,
+                  domains=fragments.domains)

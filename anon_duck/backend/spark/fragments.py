@@ -54,6 +54,7 @@ class _Task:
     roles: tuple[str, ...]                 # the ROLES this job has
     hierarchies: tuple[str, ...]           # the HIERARCHY_TABLES the driver wrote
     sizes: tuple[int, ...]
+    domains: tuple[tuple[str, tuple[float, float]], ...] = ()   # Fragments.domains, as items
 
 
 def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Method, inputs: Inputs, params: Any,
@@ -82,7 +83,8 @@ def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Metho
         hierarchies = tuple(t[-1] for t in HIERARCHY_TABLES if backend.scratch_exists(t))
         for name in hierarchies:
             spark.table(name).coalesce(1).write.parquet(str(folder / "hierarchy" / name))
-        task = _Task(str(folder), job, params, roles, hierarchies, tuple(fragments.sizes))
+        task = _Task(str(folder), job, params, roles, hierarchies, tuple(fragments.sizes),
+                     tuple(fragments.domains.items()))
         done = _in_tasks(spark, task, fragments.count)
         for r in done:
             if r["error"] is not None:     # the method's own error (infeasible k, bad input), as on DuckDB
@@ -144,7 +146,8 @@ def _run_fragment(task: _Task, f: int) -> dict[str, Any]:
             tables[role] = scratch(role)
             backend.load_file(f"partition: {role} of fragment {f}", tables[role], str(source / "*.parquet"),
                               "parquet", [])
-        inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"), fragment=True)
+        inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"), fragment=True,
+                        domains=dict(task.domains))
         method = get_method(task.job.method)
         try:
             staged = method.anonymize(backend, task.job, inputs, task.params, lambda *_: None)

@@ -33,12 +33,16 @@ BOXES, CODESETS, BLOCKS, RECORD_BOX = (scratch("artuc_box"), scratch("artuc_code
 
 
 def qi_infos(backend: Backend, job: Job, inputs: Inputs) -> list[QIInfo]:
-    """QIs with their NCP weights (given, else 1/l: spec §2.3) and numeric data domains."""
+    """QIs with their NCP weights (given, else 1/l: spec §2.3) and numeric data domains: the
+    whole input's in a fragment of a partitioned run (``inputs.domains``), so that a fragment
+    prices a generalization as the unpartitioned run does and builds the same boxes."""
     qis = job.dataset.qis
     out = []
     for i, q in enumerate(qis):
         lo = hi = math.nan
-        if q.kind == "numeric":
+        if q.kind == "numeric" and q.column in inputs.domains:
+            lo, hi = inputs.domains[q.column]
+        elif q.kind == "numeric":
             lo, hi = backend.rows(f"artuc: domain of {q.column}", render(
                 "metrics/domain.sql.j2", relation=inputs.person, column=q.column))[0]
         out.append(QIInfo(i, q.column, q.kind == "numeric", q.hierarchy,
