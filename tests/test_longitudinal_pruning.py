@@ -141,6 +141,10 @@ def test_bounds_enclose_the_exact_cost():
         cand = Candidates.from_rows(np.arange(n_cand), b.pid, b.length, b.pairs)
         assert (tables.lower_bound(cand) <= exact).all()
         assert (tables.upper_bound(cand, b.sup_y) >= exact).all()
+        bands = [tables.band_bound(cand, b.sup_y, w) for w in range(8)]
+        assert all((band >= exact).all() for band in bands)             # every band path is an alignment
+        assert all((wide <= narrow).all() for narrow, wide in zip(bands, bands[1:]))
+        assert bands[-1].tolist() == exact.tolist()                     # a band of 7 >= any side: the full DP
         # the per-pair bound terms are the minimums over X's pairs, taken pair by pair here
         pc, pa, sup_p = b.pairs.codes, b.pairs.ages, b.pairs.sup[:-1]
         gen = model.gen_i[xc[:, None], pc[None, :]] + model.gen_a[xa[:, None], pa[None, :]]      # (m, P)

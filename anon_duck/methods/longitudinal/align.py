@@ -192,18 +192,35 @@ class XTables:
     D50-like cohorts their maximum halves the values MDAV' has to align."""
 
     x: tuple                # (gen_i, gen_a, x codes, x ages, sup(x_h)): the kernels' view of X
-    lower: np.ndarray       # (2, P + 1) per-pair terms of the two bounds; pad 0
-    rest: np.ndarray        # (m + 1,) what rows h.. of the DP can still subtract (kernel.x_lower)
     sup_xs: np.ndarray      # (m,) sup(x_h)
+    model: CostModel
+    pairs: PairSet
 
     @classmethod
     def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray) -> "XTables":
         xc = np.ascontiguousarray(x_codes, dtype=np.int64)
         xa = np.ascontiguousarray(x_ages, dtype=np.int64)
         sup_x = model.sup(xc, xa).astype(np.int64)
-        lower, rest = kernel.x_lower(model.gen_i, model.gen_a, xc, xa, sup_x, pairs.codes, pairs.ages, pairs.sup,
-                                     model.sup_i, model.sup_a)
-        return cls((model.gen_i, model.gen_a, xc, xa, sup_x), lower, rest, sup_x)
+        return cls((model.gen_i, model.gen_a, xc, xa, sup_x), sup_x, model, pairs)
+
+    @cached_property
+    def _bound_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, rest), built on first use: the argmax scan reads neither, and at CDM shape
+        building them is a pass over every pair of D."""
+        _, _, xc, xa, sup_x = self.x
+        model, pairs = self.model, self.pairs
+        return kernel.x_lower(model.gen_i, model.gen_a, xc, xa, sup_x, pairs.codes, pairs.ages, pairs.sup,
+                              *model.step_floor)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """(2, P + 1): the per-pair terms of the two lower bounds; pad 0."""
+        return self._bound_terms[0]
+
+    @property
+    def rest(self) -> np.ndarray:
+        """(m + 1,): what rows h.. of the DP can still subtract (kernel.x_lower)."""
+        return self._bound_terms[1]
 
     @property
     def sup_x(self) -> int:
@@ -226,6 +243,12 @@ class XTables:
         cheaper: ``min(step, 0)``), every other pair suppressed (``SUPX(m) + SUPY(n)``);
         ``sup_y[t]`` = SUPY(n) of value t."""
         return kernel.upper_bounds(self.x, self.sup_x, cand.ids, cand.start, cand.y, sup_y)
+
+    def band_bound(self, cand: Candidates, sup_y: np.ndarray, w: int = kernel.BAND) -> np.ndarray:
+        """An upper bound of the A-GS total of X with each Y, tighter than the diagonal's: the
+        best alignment whose DP path stays within ``w`` cells of the stretched diagonal
+        (:func:`kernel._band`); exact once ``w`` reaches the longer side."""
+        return kernel.band_bounds(self.x, self.sup_x, cand.ids, cand.start, cand.y, sup_y, w)
 
     def costs(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """The A-GS total i + a of A-GS(X, 0, 0, Y) for each Y (no traceback): steps 1-25 on

@@ -29,6 +29,8 @@ FIRST_ROUND = 64        # values aligned first (best bounds) to get the pruning 
 SAMPLE = 1024           # bounds sorted (argmax) or summed in full (argmin) to estimate it
 _DEAD = np.iinfo(np.int64).max   # bound of a value no longer in D (``count`` 0): never aligned
 _NO_FLOOR = np.iinfo(np.int64).min
+_UNREACHED = np.iinfo(np.int64).max // 4   # a cell outside the band of :func:`_band`
+BAND = 4                # half-width of the banded upper bound of the argmax (:func:`_band`)
 
 
 @njit(cache=True, nogil=True)
@@ -101,8 +103,8 @@ def traceback(r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya:
 
 @njit(cache=True, nogil=True)
 def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sup_x: np.ndarray,
-            pc: np.ndarray, pa: np.ndarray, sup_p: np.ndarray, sup_i: np.ndarray,
-            sup_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            pc: np.ndarray, pa: np.ndarray, sup_p: np.ndarray, floor_i: np.ndarray,
+            floor_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``lower`` of :class:`align.XTables`: for every pair p = (pc[p], pa[p]),
     min(sup(p), min_h gen(x_h, p)) and min(sup(p), min_h gen(x_h, p) - sup(x_h)); the last
     column (the pad) is 0. Exact, without an (m x P) pass: X's pairs are grouped by age, and
@@ -112,7 +114,8 @@ def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray
 
     Also ``rest[h]``, a lower bound of what rows h..m-1 of the shifted DP can still add to
     E (each row at most one GEN, whose step is at least min over any code node of
-    gen_i - sup_i, plus the same over age nodes, minus sup(x_h)): :func:`_cost` stops a
+    gen_i - sup_i, plus the same over age nodes, minus sup(x_h); those minimums per node are
+    ``floor_i``/``floor_a``, :attr:`costs.CostModel.step_floor`): :func:`_cost` stops a
     hopeless alignment with it."""
     m, width = xc.size, sup_p.size
     lower = np.empty((2, width), dtype=np.int64)
@@ -120,13 +123,7 @@ def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray
     lower[:, width - 1] = 0
     rest = np.zeros(m + 1, dtype=np.int64)
     for h in range(m - 1, -1, -1):
-        gi, ga = gen_i[xc[h]], gen_a[xa[h]]
-        best_i, best_a = gi[0] - sup_i[0], ga[0] - sup_a[0]
-        for c in range(1, gi.size):
-            best_i = min(best_i, gi[c] - sup_i[c])
-        for c in range(1, ga.size):
-            best_a = min(best_a, ga[c] - sup_a[c])
-        rest[h] = rest[h + 1] + min(0, best_i + best_a - sup_x[h])
+        rest[h] = rest[h + 1] + min(0, floor_i[xc[h]] + floor_a[xa[h]] - sup_x[h])
     if m == 0:
         return lower, rest
     ages = np.unique(xa)
@@ -292,6 +289,70 @@ def _diagonal(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarr
     return s
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _band_cols(h: int, m: int, n: int, w: int) -> tuple[int, int]:
+    """Columns lo..hi of row h of the band of :func:`_band`: within ``w`` of the stretched
+    diagonal j = h n / m, reaching ``w`` past the next row's centre so that every row's band
+    starts at or before the previous row's end (a monotone path from (0, 0) to (m, n) stays
+    inside)."""
+    centre = h * n // m
+    after = (h + 1) * n // m if h < m else n
+    return max(0, centre - w), min(n, max(centre, after) + w)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _band(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sx: np.ndarray,
+          fc: np.ndarray, fa: np.ndarray, fs: np.ndarray, a: int, n: int, w: int, prev: np.ndarray,
+          cur: np.ndarray) -> int:
+    """E[m, n] of the shifted DP restricted to a band of ``w`` cells either side of the
+    stretched diagonal (cells outside it unreachable): the cost of the best alignment whose
+    path stays in the band, so an upper bound of the exact E[m, n] (every path in the band is
+    an alignment), and at CDM shape a tight one — about ``2 w + n / m`` cells a row instead of
+    n. ``prev``/``cur``: scratch rows of at least n + 1 cells."""
+    m = xc.size
+    if m == 0 or n == 0:
+        return 0
+    lo0, hi0 = _band_cols(0, m, n, w)
+    for j in range(lo0, hi0 + 1):
+        prev[j] = 0                                            # E[0, j] = 0
+    plo, phi = lo0, hi0
+    for h in range(1, m + 1):
+        lo, hi = _band_cols(h, m, n, w)
+        gi, ga, s = gen_i[xc[h - 1]], gen_a[xa[h - 1]], sx[h - 1]
+        left = _UNREACHED
+        for j in range(lo, hi + 1):
+            v = left                                           # SUP_Y from (h, j-1)
+            if plo <= j <= phi and prev[j] < v:                # SUP_X from (h-1, j)
+                v = prev[j]
+            if j == 0:
+                v = 0                                          # E[h, 0] = 0
+            elif plo <= j - 1 <= phi:                          # GEN from (h-1, j-1)
+                q = a + j - 1
+                g = prev[j - 1] + (gi[fc[q]] + ga[fa[q]] - fs[q] - s)
+                if g < v:
+                    v = g
+            cur[j] = v
+            left = v
+        prev, cur = cur, prev
+        plo, phi = lo, hi
+    return prev[n]
+
+
+@njit(cache=True, nogil=True)
+def band_bounds(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray,
+                w: int) -> np.ndarray:
+    """The banded upper bound (:func:`_band`) of the A-GS total for every candidate."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
+    prev = np.empty(_widest(start) + 1, dtype=np.int64)
+    cur = np.empty(prev.size, dtype=np.int64)
+    out = np.empty(ids.size, dtype=np.int64)
+    for c in range(ids.size):
+        out[c] = sup_y[ids[c]] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, start[c],
+                                               start[c + 1] - start[c], w, prev, cur)
+    return out
+
+
 @njit(cache=True, nogil=True)
 def upper_bounds(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray) -> np.ndarray:
     """The diagonal upper bound of :class:`align.XTables` for every candidate."""
@@ -392,13 +453,18 @@ def farthest(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple,
         bound[c] = -(sup_y[ids[c]] + sup_x) if count[ids[c]] else _DEAD
     cut = _sample_cut(bound, FIRST_ROUND)
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
+    prev = np.empty(e.size, dtype=np.int64)
+    cur = np.empty(e.size, dtype=np.int64)
     best, best_head, best_t = _DEAD, _DEAD, -1
     for first_round in (True, False):
         for c in range(ids.size):
             if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > best:
                 continue
             t, a, n = ids[c], start[c], start[c + 1] - start[c]
-            if not first_round and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > best:
+            if best != _DEAD and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > best:
+                continue
+            if best != _DEAD and -(sup_y[t] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, BAND,
+                                                          prev, cur)) > best:
                 continue
             floor = _NO_FLOOR if best == _DEAD else -best - sup_y[t] - sup_x   # E below it: total below best
             cost = -(_cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, e, floor) + sup_y[t] + sup_x)
