@@ -57,7 +57,24 @@ class FullScanPool(Pool):
 
 
 def _run(pool: Pool, k: int) -> list[Cluster]:
-    return mdav(pool, k, final_pick="random", rng=np.random.default_rng(7), progress=lambda *a: None)
+    try:
+        return mdav(pool, k, final_pick="random", rng=np.random.default_rng(7), progress=lambda *a: None)
+    finally:
+        pool.close()
+
+
+class SplitPool(Pool):
+    """The production pool with every scan's second pass split over threads, however small D."""
+
+    SPLIT_FROM = 0
+
+    def __init__(self, model: CostModel, trajs: Trajectories, workers: int) -> None:
+        super().__init__(model, trajs, "ags", workers=workers)
+        self.splits = 0
+
+    def _split(self, run, best):
+        self.splits += 1
+        return super()._split(run, best)
 
 
 def _assert_same(got: list[Cluster], ref: list[Cluster]) -> None:
@@ -86,6 +103,9 @@ def test_pruned_scans_equal_full_scans_on_cohorts(name, n, seed, k):
     got = _run(Pool(data.model, data.trajs, "ags"), k)
     _assert_same(got, _run(FullScanPool(data.model, data.trajs, scalar=False), k))
     assert sum(c.members.size for c in got) == n and min(c.members.size for c in got) >= k
+    split = SplitPool(data.model, data.trajs, workers=3)           # ranges of the layout on 3 threads
+    _assert_same(_run(split, k), got)
+    assert split.splits > 0
 
 
 def test_pruned_scans_equal_scalar_algorithm_2():
@@ -122,7 +142,9 @@ def test_pruned_scans_equal_full_scans_on_random_trees(seed):
     age = np.array([a for v in values for _, a in v], dtype=np.int64)
     trajs = Trajectories.from_pairs(traj, seq, code, age, np.array([index[v] for v in raw]))
     for k in (2, 3, 5):
-        _assert_same(_run(Pool(model, trajs, "ags"), k), _run(FullScanPool(model, trajs, scalar=False), k))
+        ref = _run(FullScanPool(model, trajs, scalar=False), k)
+        _assert_same(_run(Pool(model, trajs, "ags"), k), ref)
+        _assert_same(_run(SplitPool(model, trajs, workers=2), k), ref)
 
 
 def test_bounds_enclose_the_exact_cost():

@@ -28,6 +28,7 @@ GEN, SUP_Y, SUP_X = 0, 1, 2
 FIRST_ROUND = 64        # values aligned first (best bounds) to get the pruning threshold
 SAMPLE = 1024           # bounds sorted (argmax) or summed in full (argmin) to estimate it
 _DEAD = np.iinfo(np.int64).max   # bound of a value no longer in D (``count`` 0): never aligned
+NO_BEST = _DEAD         # the best total (and head) of a scan before its first alignment
 _NO_FLOOR = np.iinfo(np.int64).min
 _UNREACHED = np.iinfo(np.int64).max // 4   # a cell outside the band of :func:`_band`
 BAND = 4                # half-width of the banded upper bound of the argmax (:func:`_band`)
@@ -391,52 +392,75 @@ def nearest(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray
     ``cut``, about the ``FIRST_ROUND``-th smallest bound (estimated on a sample), or the best
     total if that is smaller; then, only if the best total is above ``cut``, the best total,
     resuming each paused sum where it stopped. An alignment stops as soon as its total is
-    known to exceed the best total (:func:`_cost_below`)."""
-    gen_i, gen_a, xc, xa, sx = x
-    fc, fa, fs = y
+    known to exceed the best total (:func:`_cost_below`). One thread; :func:`nearest_cut` and
+    :func:`nearest_pass` are its parts, for callers that split the second pass."""
+    cut = nearest_cut(lower, unmatched, sup_x, ids, start, flat, count)
+    sums = np.empty((ids.size, 3), dtype=np.int64)
+    best = np.array([_DEAD, _DEAD, -1], dtype=np.int64)
+    nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, True, cut, best, sums,
+                 0, ids.size)
+    if best[0] > cut:
+        nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, False, cut, best,
+                     sums, 0, ids.size)
+    return best[2]
+
+
+@njit(cache=True, nogil=True)
+def nearest_cut(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray,
+                flat: np.ndarray, count: np.ndarray) -> int:
+    """The first pass's limit of :func:`nearest`: about the ``FIRST_ROUND``-th smallest lower
+    bound of the values in D, from an evenly spaced sample."""
     stride = max(1, ids.size // SAMPLE)
     sample = np.empty((ids.size + stride - 1) // stride, dtype=np.int64)
     for i in range(sample.size):
         c = i * stride
         sample[i] = _lower(lower, unmatched, sup_x, flat, start[c], start[c + 1] - start[c]) \
             if count[ids[c]] else _DEAD
-    cut = _sample_cut(sample, FIRST_ROUND * sample.size // max(ids.size, 1))
+    return _sample_cut(sample, FIRST_ROUND * sample.size // max(ids.size, 1))
+
+
+@njit(cache=True, nogil=True)
+def nearest_pass(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray,
+                 start: np.ndarray, flat: np.ndarray, y: tuple, sup_y: np.ndarray, count: np.ndarray,
+                 head: np.ndarray, first_pass: bool, cut: int, best: np.ndarray, sums: np.ndarray, lo: int,
+                 hi: int) -> None:
+    """One pass of :func:`nearest` over candidates ``lo..hi - 1``, improving ``best`` = (total,
+    head, value) in place; ``sums`` holds each candidate's paused bound sums (written by the
+    first pass, resumed by the second). Passes over disjoint ranges touch disjoint rows of
+    ``sums``, so second passes of different ranges can run side by side, each from its own
+    copy of the first pass's ``best``: the best of their results is the one-range result."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     drop = min(0, lower[1].min())
-    sums = np.empty((ids.size, 3), dtype=np.int64)     # both sums over flat[start[c]:upto], upto
     top = unmatched.size - 1
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
     tail = np.zeros(e.size, dtype=np.int64)
     gain = lower[1]
-    best, best_head, best_t = _DEAD, _DEAD, -1
-    for first_pass in (True, False):
-        if not first_pass and best <= cut:
-            break
-        for c in range(ids.size):
-            t = ids[c]
-            if not count[t]:
+    for c in range(lo, hi):
+        t = ids[c]
+        if not count[t]:
+            continue
+        a, end = start[c], start[c + 1]
+        if first_pass:
+            s0, s1, j = unmatched[min(end - a, top)], sup_x, a
+            limit = min(cut, best[0])
+        else:
+            s0, s1, j = sums[c, 0], sums[c, 1], sums[c, 2]
+            if j == end and max(s0, s1) <= cut:        # aligned in the first pass
                 continue
-            a, end = start[c], start[c + 1]
-            if first_pass:
-                s0, s1, j = unmatched[min(end - a, top)], sup_x, a
-                limit = min(cut, best)
-            else:
-                s0, s1, j = sums[c, 0], sums[c, 1], sums[c, 2]
-                if j == end and max(s0, s1) <= cut:        # aligned in the first pass
-                    continue
-                limit = best
-            while j < end and s0 <= limit and s1 + (end - j) * drop <= limit:
-                s0 += lower[0, flat[j]]
-                s1 += lower[1, flat[j]]
-                j += 1
-            sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
-            if s0 > limit or s1 + (end - j) * drop > limit:
-                continue
-            ceiling = _DEAD if best == _DEAD else best - sup_y[t] - sup_x
-            cost = _cost_below(gen_i, gen_a, xc, xa, sx, fc, fa, fs, gain, flat, rest, a, end - a, e, tail, ceiling) \
-                + sup_y[t] + sup_x
-            if _better(cost, head[t], best, best_head):
-                best, best_head, best_t = cost, head[t], t
-    return best_t
+            limit = best[0]
+        while j < end and s0 <= limit and s1 + (end - j) * drop <= limit:
+            s0 += lower[0, flat[j]]
+            s1 += lower[1, flat[j]]
+            j += 1
+        sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
+        if s0 > limit or s1 + (end - j) * drop > limit:
+            continue
+        ceiling = _DEAD if best[0] == _DEAD else best[0] - sup_y[t] - sup_x
+        cost = _cost_below(gen_i, gen_a, xc, xa, sx, fc, fa, fs, gain, flat, rest, a, end - a, e, tail, ceiling) \
+            + sup_y[t] + sup_x
+        if _better(cost, head[t], best[0], best[1]):
+            best[0], best[1], best[2] = cost, head[t], t
 
 
 @njit(cache=True, nogil=True)
@@ -445,29 +469,48 @@ def farthest(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple,
     """argmax over the candidates in D of the A-GS total with X. SUPX + SUPY (suppressing
     both) bounds every alignment from above: the ``FIRST_ROUND`` values with the largest such
     bounds are aligned first; every other value is aligned only when that bound, then the
-    diagonal alignment's (:func:`upper_bounds`), reaches the best total found so far."""
-    gen_i, gen_a, xc, xa, sx = x
-    fc, fa, fs = y
+    diagonal alignment's (:func:`upper_bounds`), then the banded alignment's (:func:`_band`),
+    reaches the best total found so far. Totals are negated (the argmax is an argmin). One
+    thread; :func:`farthest_cut` and :func:`farthest_round` are its parts."""
+    bound, cut = farthest_cut(sup_x, ids, sup_y, count)
+    best = np.array([_DEAD, _DEAD, -1], dtype=np.int64)
+    for first_round in (True, False):
+        farthest_round(x, sup_x, ids, start, y, sup_y, head, bound, first_round, cut, best, 0, ids.size)
+    return best[2]
+
+
+@njit(cache=True, nogil=True)
+def farthest_cut(sup_x: int, ids: np.ndarray, sup_y: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, int]:
+    """-(SUPX + SUPY) of every candidate (dead ones ``_DEAD``) and the first round's limit,
+    about the ``FIRST_ROUND``-th smallest of them."""
     bound = np.empty(ids.size, dtype=np.int64)
     for c in range(ids.size):
         bound[c] = -(sup_y[ids[c]] + sup_x) if count[ids[c]] else _DEAD
-    cut = _sample_cut(bound, FIRST_ROUND)
+    return bound, _sample_cut(bound, FIRST_ROUND)
+
+
+@njit(cache=True, nogil=True)
+def farthest_round(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray,
+                   head: np.ndarray, bound: np.ndarray, first_round: bool, cut: int, best: np.ndarray, lo: int,
+                   hi: int) -> None:
+    """One round of :func:`farthest` over candidates ``lo..hi - 1``, improving the negated
+    ``best`` = (-total, head, value) in place; rounds over disjoint ranges can run side by
+    side, as :func:`nearest_pass`."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
     prev = np.empty(e.size, dtype=np.int64)
     cur = np.empty(e.size, dtype=np.int64)
-    best, best_head, best_t = _DEAD, _DEAD, -1
-    for first_round in (True, False):
-        for c in range(ids.size):
-            if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > best:
-                continue
-            t, a, n = ids[c], start[c], start[c + 1] - start[c]
-            if best != _DEAD and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > best:
-                continue
-            if best != _DEAD and -(sup_y[t] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, BAND,
-                                                          prev, cur)) > best:
-                continue
-            floor = _NO_FLOOR if best == _DEAD else -best - sup_y[t] - sup_x   # E below it: total below best
-            cost = -(_cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, e, floor) + sup_y[t] + sup_x)
-            if _better(cost, head[t], best, best_head):
-                best, best_head, best_t = cost, head[t], t
-    return best_t
+    for c in range(lo, hi):
+        if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > best[0]:
+            continue
+        t, a, n = ids[c], start[c], start[c + 1] - start[c]
+        if best[0] != _DEAD and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > best[0]:
+            continue
+        if best[0] != _DEAD and -(sup_y[t] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, BAND,
+                                                           prev, cur)) > best[0]:
+            continue
+        floor = _NO_FLOOR if best[0] == _DEAD else -best[0] - sup_y[t] - sup_x   # E below it: total below best
+        cost = -(_cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, e, floor) + sup_y[t] + sup_x)
+        if _better(cost, head[t], best[0], best[1]):
+            best[0], best[1], best[2] = cost, head[t], t
