@@ -105,13 +105,14 @@ def traceback(r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya:
 @njit(cache=True, nogil=True)
 def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sup_x: np.ndarray,
             pc: np.ndarray, pa: np.ndarray, sup_p: np.ndarray, floor_i: np.ndarray,
-            floor_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            floor_a: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``lower`` of :class:`align.XTables`: for every pair p = (pc[p], pa[p]),
     min(sup(p), min_h gen(x_h, p)) and min(sup(p), min_h gen(x_h, p) - sup(x_h)); the last
     column (the pad) is 0. Exact, without an (m x P) pass: X's pairs are grouped by age, and
     per distinct age u and code node c the smallest gen_i(x_h, c) (and gen_i - sup(x_h)) over
     the pairs of that age is kept, so a pair costs one step per distinct age of X (ten-odd on
-    a ten-year trajectory, against its fifty pairs).
+    a ten-year trajectory, against its fifty pairs). Only the pairs ``used`` are computed; the
+    others keep sup(p), which bounds nothing: no candidate scanned with these tables has them.
 
     Also ``rest[h]``, a lower bound of what rows h..m-1 of the shifted DP can still add to
     E (each row at most one GEN, whose step is at least min over any code node of
@@ -141,7 +142,7 @@ def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray
                 r0[u, c] = g
             if g - sx < r1[u, c]:
                 r1[u, c] = g - sx
-    for p in range(width - 1):
+    for p in used:
         c, a = pc[p], pa[p]
         l0, l1 = lower[0, p], lower[1, p]
         for u in range(ages.size):

@@ -163,8 +163,8 @@ class Pool:
             t, d = self.distances(codes, ages)
             return self._first(t[d == d.min()])
         self._live_layout()
-        tables = XTables.create(self.model, self.pairs, codes, ages)
         c = self.cand
+        tables = XTables.create(self.model, self.pairs, codes, ages, c.used)
         args = (tables.x, tables.lower, tables.rest, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat, c.y,
                 self.sup_y, self.count, self.head)
         if not self._splits():
