@@ -398,11 +398,12 @@ def nearest(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray
     cut = nearest_cut(lower, unmatched, sup_x, ids, start, flat, count)
     sums = np.empty((ids.size, 3), dtype=np.int64)
     best = np.array([_DEAD, _DEAD, -1], dtype=np.int64)
-    nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, True, cut, best, sums,
-                 0, ids.size)
+    shared = best[:1].copy()
+    nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, True, cut, best, shared,
+                 sums, 0, ids.size)
     if best[0] > cut:
         nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, False, cut, best,
-                     sums, 0, ids.size)
+                     shared, sums, 0, ids.size)
     return best[2]
 
 
@@ -423,13 +424,17 @@ def nearest_cut(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.nd
 @njit(cache=True, nogil=True)
 def nearest_pass(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray,
                  start: np.ndarray, flat: np.ndarray, y: tuple, sup_y: np.ndarray, count: np.ndarray,
-                 head: np.ndarray, first_pass: bool, cut: int, best: np.ndarray, sums: np.ndarray, lo: int,
-                 hi: int) -> None:
+                 head: np.ndarray, first_pass: bool, cut: int, best: np.ndarray, shared: np.ndarray,
+                 sums: np.ndarray, lo: int, hi: int) -> None:
     """One pass of :func:`nearest` over candidates ``lo..hi - 1``, improving ``best`` = (total,
     head, value) in place; ``sums`` holds each candidate's paused bound sums (written by the
     first pass, resumed by the second). Passes over disjoint ranges touch disjoint rows of
     ``sums``, so second passes of different ranges can run side by side, each from its own
-    copy of the first pass's ``best``: the best of their results is the one-range result."""
+    copy of the first pass's ``best``: the best of their results is the one-range result.
+    ``shared[0]`` is a total some value of D attains, lowered by every pass that finds a
+    smaller one (passes running side by side prune with each other's finds): it only ever
+    holds such totals, so a value whose bound exceeds it can neither win nor tie, and a value
+    is taken as its range's best only when its alignment ran to the end (total <= limit)."""
     gen_i, gen_a, xc, xa, sx = x
     fc, fa, fs = y
     drop = min(0, lower[1].min())
@@ -449,7 +454,7 @@ def nearest_pass(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.nd
             s0, s1, j = sums[c, 0], sums[c, 1], sums[c, 2]
             if j == end and max(s0, s1) <= cut:        # aligned in the first pass
                 continue
-            limit = best[0]
+            limit = min(best[0], shared[0])
         while j < end and s0 <= limit and s1 + (end - j) * drop <= limit:
             s0 += lower[0, flat[j]]
             s1 += lower[1, flat[j]]
@@ -457,11 +462,14 @@ def nearest_pass(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.nd
         sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
         if s0 > limit or s1 + (end - j) * drop > limit:
             continue
-        ceiling = _DEAD if best[0] == _DEAD else best[0] - sup_y[t] - sup_x
+        limit = min(best[0], shared[0])
+        ceiling = _DEAD if limit == _DEAD else limit - sup_y[t] - sup_x
         cost = _cost_below(gen_i, gen_a, xc, xa, sx, fc, fa, fs, gain, flat, rest, a, end - a, e, tail, ceiling) \
             + sup_y[t] + sup_x
-        if _better(cost, head[t], best[0], best[1]):
+        if cost <= limit and _better(cost, head[t], best[0], best[1]):
             best[0], best[1], best[2] = cost, head[t], t
+            if cost < shared[0]:
+                shared[0] = cost
 
 
 @njit(cache=True, nogil=True)
@@ -475,8 +483,9 @@ def farthest(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple,
     thread; :func:`farthest_cut` and :func:`farthest_round` are its parts."""
     bound, cut = farthest_cut(sup_x, ids, sup_y, count)
     best = np.array([_DEAD, _DEAD, -1], dtype=np.int64)
+    shared = best[:1].copy()
     for first_round in (True, False):
-        farthest_round(x, sup_x, ids, start, y, sup_y, head, bound, first_round, cut, best, 0, ids.size)
+        farthest_round(x, sup_x, ids, start, y, sup_y, head, bound, first_round, cut, best, shared, 0, ids.size)
     return best[2]
 
 
@@ -492,26 +501,29 @@ def farthest_cut(sup_x: int, ids: np.ndarray, sup_y: np.ndarray, count: np.ndarr
 
 @njit(cache=True, nogil=True)
 def farthest_round(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray,
-                   head: np.ndarray, bound: np.ndarray, first_round: bool, cut: int, best: np.ndarray, lo: int,
-                   hi: int) -> None:
+                   head: np.ndarray, bound: np.ndarray, first_round: bool, cut: int, best: np.ndarray,
+                   shared: np.ndarray, lo: int, hi: int) -> None:
     """One round of :func:`farthest` over candidates ``lo..hi - 1``, improving the negated
     ``best`` = (-total, head, value) in place; rounds over disjoint ranges can run side by
-    side, as :func:`nearest_pass`."""
+    side, sharing the best negated total in ``shared`` as :func:`nearest_pass`."""
     gen_i, gen_a, xc, xa, sx = x
     fc, fa, fs = y
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
     prev = np.empty(e.size, dtype=np.int64)
     cur = np.empty(e.size, dtype=np.int64)
     for c in range(lo, hi):
-        if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > best[0]:
+        limit = min(best[0], shared[0])
+        if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > limit:
             continue
         t, a, n = ids[c], start[c], start[c + 1] - start[c]
-        if best[0] != _DEAD and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > best[0]:
+        if limit != _DEAD and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > limit:
             continue
-        if best[0] != _DEAD and -(sup_y[t] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, BAND,
-                                                           prev, cur)) > best[0]:
+        if limit != _DEAD and -(sup_y[t] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, BAND,
+                                                         prev, cur)) > limit:
             continue
-        floor = _NO_FLOOR if best[0] == _DEAD else -best[0] - sup_y[t] - sup_x   # E below it: total below best
+        floor = _NO_FLOOR if limit == _DEAD else -limit - sup_y[t] - sup_x   # E below it: total below limit
         cost = -(_cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, e, floor) + sup_y[t] + sup_x)
-        if _better(cost, head[t], best[0], best[1]):
+        if cost <= limit and _better(cost, head[t], best[0], best[1]):
             best[0], best[1], best[2] = cost, head[t], t
+            if cost < shared[0]:
+                shared[0] = cost

@@ -154,8 +154,10 @@ class Pool:
         bound, cut = kernel.farthest_cut(tables.sup_x, c.ids, self.sup_y, self.count)
         args = (tables.x, tables.sup_x, c.ids, c.start, c.y, self.sup_y, self.head, bound)
         best = _no_best()
-        kernel.farthest_round(*args, True, cut, best, 0, c.ids.size)
-        return int(self._split(lambda b, lo, hi: kernel.farthest_round(*args, False, cut, b, lo, hi), best)[2])
+        shared = best[:1].copy()
+        kernel.farthest_round(*args, True, cut, best, shared, 0, c.ids.size)
+        return int(self._split(lambda b, lo, hi: kernel.farthest_round(*args, False, cut, b, shared, lo, hi),
+                               best)[2])
 
     def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
         """Algorithm 4 step 3: argmin over D of the alignment cost with the representative."""
@@ -172,9 +174,11 @@ class Pool:
         cut = kernel.nearest_cut(tables.lower, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat, self.count)
         sums = np.empty((c.ids.size, 3), dtype=np.int64)
         best = _no_best()
-        kernel.nearest_pass(*args, True, cut, best, sums, 0, c.ids.size)
+        shared = best[:1].copy()
+        kernel.nearest_pass(*args, True, cut, best, shared, sums, 0, c.ids.size)
         if best[0] > cut:
-            best = self._split(lambda b, lo, hi: kernel.nearest_pass(*args, False, cut, b, sums, lo, hi), best)
+            best = self._split(lambda b, lo, hi: kernel.nearest_pass(*args, False, cut, b, shared, sums, lo, hi),
+                               best)
         return int(best[2])
 
     def _splits(self) -> bool:
@@ -184,9 +188,10 @@ class Pool:
 
     def _split(self, run: Callable[[np.ndarray, int, int], None], best: np.ndarray) -> np.ndarray:
         """``run(best', lo, hi)`` over ``2 * workers`` disjoint ranges of the layout side by side,
-        each from its own copy of ``best`` (total, head, value); the smallest (total, head) of
-        the copies is what one pass over the whole layout would have found, since each range
-        keeps every value that can beat or tie the ``best`` it started from."""
+        each from its own copy of ``best`` (total, head, value), pruning with the totals the
+        others find (the kernels' ``shared``); the smallest (total, head) of the copies is what
+        one pass over the whole layout would have found, since each range keeps every value
+        that can beat or tie any total found."""
         edges = np.linspace(0, self.cand.ids.size, 2 * self.workers + 1).astype(np.int64)
         copies = [best.copy() for _ in range(edges.size - 1)]
         if self._threads is None:
