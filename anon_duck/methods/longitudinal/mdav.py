@@ -67,10 +67,13 @@ class Pool:
     result): Algorithm 4's argmin aligns exactly only the values whose lower bound
     (:meth:`XTables.lower_bound`) does not exceed a cost already reached, and Algorithm 3's
     argmax only those whose upper bounds — suppressing both trajectories (SUPX + SUPY), then
-    the diagonal alignment (:meth:`XTables.upper_bound`) — reach the best cost found so far.
+    the diagonal alignment (:meth:`XTables.upper_bound`), then the best alignment within a
+    band around the diagonal (:meth:`XTables.band_bound`) — reach the best cost found so far.
     Every value that can attain or tie the optimum is aligned exactly, so the result, ties
     included, is that of the full scan (``tests/test_longitudinal_pruning.py``). The scans
-    are compiled (:mod:`.kernel`). Baseline scans are cheap and stay full, in numpy."""
+    are compiled (:mod:`.kernel`); with ``workers`` > 1 their second pass runs on that many
+    threads over disjoint ranges of D (:meth:`_split`), with the same result. Baseline scans
+    are cheap and stay full, in numpy."""
 
     SPLIT_FROM = 1024       # values in the layout from which a scan's second pass is split
 
