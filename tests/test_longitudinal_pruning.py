@@ -19,6 +19,7 @@ from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.inputs import prepare
 from anon_duck.job import parse_job
 from anon_duck.methods.longitudinal import METHOD
+from anon_duck.methods.longitudinal import kernel
 from anon_duck.methods.longitudinal.align import (GEN, SUP_X, SUP_Y, Bucket, Candidates, Offsets, XTables, ags,
                                                   ags_costs)
 from benchmarks.generators.cohort import TABLE_I, generate, job_text
@@ -57,7 +58,24 @@ class FullScanPool(Pool):
 
 
 def _run(pool: Pool, k: int) -> list[Cluster]:
-    return mdav(pool, k, final_pick="random", rng=np.random.default_rng(7), progress=lambda *a: None)
+    try:
+        return mdav(pool, k, final_pick="random", rng=np.random.default_rng(7), progress=lambda *a: None)
+    finally:
+        pool.close()
+
+
+class SplitPool(Pool):
+    """The production pool with every scan's second pass split over threads, however small D."""
+
+    SPLIT_FROM = 0
+
+    def __init__(self, model: CostModel, trajs: Trajectories, workers: int) -> None:
+        super().__init__(model, trajs, "ags", workers=workers)
+        self.splits = 0
+
+    def _split(self, run, best):
+        self.splits += 1
+        return super()._split(run, best)
 
 
 def _assert_same(got: list[Cluster], ref: list[Cluster]) -> None:
@@ -86,6 +104,9 @@ def test_pruned_scans_equal_full_scans_on_cohorts(name, n, seed, k):
     got = _run(Pool(data.model, data.trajs, "ags"), k)
     _assert_same(got, _run(FullScanPool(data.model, data.trajs, scalar=False), k))
     assert sum(c.members.size for c in got) == n and min(c.members.size for c in got) >= k
+    split = SplitPool(data.model, data.trajs, workers=3)           # ranges of the layout on 3 threads
+    _assert_same(_run(split, k), got)
+    assert split.splits > 0
 
 
 def test_pruned_scans_equal_scalar_algorithm_2():
@@ -122,25 +143,38 @@ def test_pruned_scans_equal_full_scans_on_random_trees(seed):
     age = np.array([a for v in values for _, a in v], dtype=np.int64)
     trajs = Trajectories.from_pairs(traj, seq, code, age, np.array([index[v] for v in raw]))
     for k in (2, 3, 5):
-        _assert_same(_run(Pool(model, trajs, "ags"), k), _run(FullScanPool(model, trajs, scalar=False), k))
+        ref = _run(FullScanPool(model, trajs, scalar=False), k)
+        _assert_same(_run(Pool(model, trajs, "ags"), k), ref)
+        _assert_same(_run(SplitPool(model, trajs, workers=2), k), ref)
+
+
+def _random_scan(rng: np.random.Generator, n_cand: int, low: int):
+    """A random model, ``n_cand`` leaf trajectories of at most 6 pairs (at least ``low`` wide)
+    and an X of ``low``..6 pairs of any nodes: (model, bucket, X codes, X ages, candidates)."""
+    model = _random_model(rng)
+    width = int(rng.integers(low, 7))
+    codes = rng.choice(np.flatnonzero(model.icd.is_leaf), (n_cand, width))
+    ages = rng.choice(np.flatnonzero(model.age.is_leaf), (n_cand, width))
+    b = Bucket.create(model, np.arange(n_cand), codes, ages, rng.integers(0, width + 1, n_cand), np.int64)
+    m = int(rng.integers(low, 7))
+    xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
+    return model, b, xc, xa, Candidates.from_rows(np.arange(n_cand), b.pid, b.length, b.pairs)
 
 
 def test_bounds_enclose_the_exact_cost():
     """lower_bound <= A-GS total <= upper_bound for generalized X (any node) and leaf Ys."""
     rng = np.random.default_rng(11)
     for _ in range(40):
-        model = _random_model(rng)
-        n_cand, width = 40, int(rng.integers(0, 7))
-        codes = rng.choice(np.flatnonzero(model.icd.is_leaf), (n_cand, width))
-        ages = rng.choice(np.flatnonzero(model.age.is_leaf), (n_cand, width))
-        b = Bucket.create(model, np.arange(n_cand), codes, ages, rng.integers(0, width + 1, n_cand), np.int64)
-        m = int(rng.integers(0, 7))
-        xc, xa = rng.integers(0, model.icd.n, m), rng.integers(0, model.age.n, m)
+        model, b, xc, xa, cand = _random_scan(rng, 40, 0)
+        m = xc.size
         exact = ags_costs(model, xc, xa, b)
         tables = XTables.create(model, b.pairs, xc, xa)
-        cand = Candidates.from_rows(np.arange(n_cand), b.pid, b.length, b.pairs)
         assert (tables.lower_bound(cand) <= exact).all()
         assert (tables.upper_bound(cand, b.sup_y) >= exact).all()
+        bands = [tables.band_bound(cand, b.sup_y, w) for w in range(8)]
+        assert all((band >= exact).all() for band in bands)             # every band path is an alignment
+        assert all((wide <= narrow).all() for narrow, wide in zip(bands, bands[1:]))
+        assert bands[-1].tolist() == exact.tolist()                     # a band of 7 >= any side: the full DP
         # the per-pair bound terms are the minimums over X's pairs, taken pair by pair here
         pc, pa, sup_p = b.pairs.codes, b.pairs.ages, b.pairs.sup[:-1]
         gen = model.gen_i[xc[:, None], pc[None, :]] + model.gen_a[xa[:, None], pa[None, :]]      # (m, P)
@@ -223,3 +257,38 @@ def test_compiled_merge_equals_python_algorithm_2():
         codes, ages, sums, r = _ags_python(model, xc, xa, yc, ya, offsets)
         assert mats.r.tolist() == r
         assert (got.codes.tolist(), got.ages.tolist(), [got.i, got.a, got.n_i, got.n_a]) == (codes, ages, sums)
+
+
+def test_a_range_pruned_by_another_ranges_total_keeps_only_exact_totals():
+    """The split second pass (``kernel.nearest_pass`` on one range while ``shared`` holds a
+    total another range found): the range's result is the exact argmin of its values that
+    tie or beat that total, or nothing — never a stopped alignment's partial sum."""
+    rng = np.random.default_rng(23)
+    never = np.iinfo(np.int64).min // 4                     # a first pass that aligns nothing
+    checked = 0
+    for _ in range(40):
+        n_cand = 80
+        model, b, xc, xa, cand = _random_scan(rng, n_cand, 1)
+        tables = XTables.create(model, b.pairs, xc, xa, cand.used)
+        exact = tables.costs(cand, b.sup_y)
+        head = rng.permutation(n_cand).astype(np.int64)
+        count = np.ones(n_cand, dtype=np.int64)
+        args = (tables.x, tables.lower, tables.rest, tables.unmatched, tables.sup_x, cand.ids, cand.start, cand.flat,
+                cand.y, b.sup_y, count, head)
+        half = n_cand // 2
+        found = int(np.sort(exact[:half])[int(rng.integers(0, half))])   # some total of the other range
+        sums = np.empty((n_cand, 3), dtype=np.int64)
+        best = np.array([kernel.NO_BEST, kernel.NO_BEST, -1], dtype=np.int64)
+        kernel.nearest_pass(*args, True, never, best, best[:1].copy(), sums, 0, n_cand)
+        assert best[2] == -1
+        shared = np.array([found], dtype=np.int64)
+        kernel.nearest_pass(*args, False, never, best, shared, sums, half, n_cand)
+        mine = np.arange(half, n_cand)
+        can = mine[exact[mine] <= found]
+        if can.size:
+            want = can[np.lexsort((head[can], exact[can]))[0]]
+            assert best.tolist() == [exact[want], head[want], want]
+            checked += 1
+        else:
+            assert best[2] == -1
+    assert checked >= 10

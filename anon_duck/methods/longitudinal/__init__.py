@@ -12,6 +12,7 @@ References
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 import numpy as np
@@ -61,9 +62,12 @@ class Longitudinal:
                   progress: Progress) -> Staged:
         check_k(params.k, inputs.n_rows, "persons")
         data = load(backend, job, inputs, params)
-        pool = Pool(data.model, data.trajs, params.alignment)
+        pool = Pool(data.model, data.trajs, params.alignment, workers=min(backend.threads(), os.cpu_count() or 1))
         rng = np.random.default_rng(job.release.seed)
-        clusters = mdav(pool, params.k, final_pick=params.final_pick, rng=rng, progress=progress)
+        try:
+            clusters = mdav(pool, params.k, final_pick=params.final_pick, rng=rng, progress=progress)
+        finally:
+            pool.close()
         write_clusters(backend, clusters, inputs.n_rows, rng)
         stage_release(backend, job, inputs, _passthrough(job))
         # Algorithm 3 step 20, from the unweighted chain numerators (equal to i~ / (p w) for w > 0)

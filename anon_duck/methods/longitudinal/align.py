@@ -192,18 +192,41 @@ class XTables:
     D50-like cohorts their maximum halves the values MDAV' has to align."""
 
     x: tuple                # (gen_i, gen_a, x codes, x ages, sup(x_h)): the kernels' view of X
-    lower: np.ndarray       # (2, P + 1) per-pair terms of the two bounds; pad 0
-    rest: np.ndarray        # (m + 1,) what rows h.. of the DP can still subtract (kernel.x_lower)
     sup_xs: np.ndarray      # (m,) sup(x_h)
+    model: CostModel
+    pairs: PairSet
+    used: np.ndarray        # the pair ids whose bound terms are built (those of the candidates scanned)
 
     @classmethod
-    def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray) -> "XTables":
+    def create(cls, model: CostModel, pairs: PairSet, x_codes: np.ndarray, x_ages: np.ndarray,
+               used: np.ndarray | None = None) -> "XTables":
+        """X's tables; the bound terms of the pairs ``used`` only (default: every pair), since a
+        scan reads those of its candidates and D's later layouts hold a shrinking share of P."""
         xc = np.ascontiguousarray(x_codes, dtype=np.int64)
         xa = np.ascontiguousarray(x_ages, dtype=np.int64)
         sup_x = model.sup(xc, xa).astype(np.int64)
-        lower, rest = kernel.x_lower(model.gen_i, model.gen_a, xc, xa, sup_x, pairs.codes, pairs.ages, pairs.sup,
-                                     model.sup_i, model.sup_a)
-        return cls((model.gen_i, model.gen_a, xc, xa, sup_x), lower, rest, sup_x)
+        if used is None:
+            used = np.arange(pairs.pad, dtype=np.int64)
+        return cls((model.gen_i, model.gen_a, xc, xa, sup_x), sup_x, model, pairs, used)
+
+    @cached_property
+    def _bound_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, rest), built on first use: the argmax scan reads neither, and at CDM shape
+        building them is a pass over every pair of D."""
+        _, _, xc, xa, sup_x = self.x
+        model, pairs = self.model, self.pairs
+        return kernel.x_lower(model.gen_i, model.gen_a, xc, xa, sup_x, pairs.codes, pairs.ages, pairs.sup,
+                              *model.step_floor, self.used)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """(2, P + 1): the per-pair terms of the two lower bounds of the pairs ``used``; pad 0."""
+        return self._bound_terms[0]
+
+    @property
+    def rest(self) -> np.ndarray:
+        """(m + 1,): what rows h.. of the DP can still subtract (kernel.x_lower)."""
+        return self._bound_terms[1]
 
     @property
     def sup_x(self) -> int:
@@ -227,6 +250,12 @@ class XTables:
         ``sup_y[t]`` = SUPY(n) of value t."""
         return kernel.upper_bounds(self.x, self.sup_x, cand.ids, cand.start, cand.y, sup_y)
 
+    def band_bound(self, cand: Candidates, sup_y: np.ndarray, w: int = kernel.BAND) -> np.ndarray:
+        """An upper bound of the A-GS total of X with each Y, tighter than the diagonal's: the
+        best alignment whose DP path stays within ``w`` cells of the stretched diagonal
+        (:func:`kernel._band`); exact once ``w`` reaches the longer side."""
+        return kernel.band_bounds(self.x, self.sup_x, cand.ids, cand.start, cand.y, sup_y, w)
+
     def costs(self, cand: Candidates, sup_y: np.ndarray) -> np.ndarray:
         """The A-GS total i + a of A-GS(X, 0, 0, Y) for each Y (no traceback): steps 1-25 on
         the shifted matrix E."""
@@ -243,6 +272,7 @@ class Candidates:
     start: np.ndarray       # (N + 1,) int64
     flat: np.ndarray        # (sum of lengths,) int32
     y: tuple                # (codes, ages, sups) of flat, int64
+    used: np.ndarray        # the distinct pair ids of flat, int64 (XTables.create)
 
     @classmethod
     def from_rows(cls, ids: np.ndarray, pid: np.ndarray, length: np.ndarray, pairs: PairSet) -> "Candidates":
@@ -252,7 +282,7 @@ class Candidates:
         rows = pid[ids]
         flat = rows[np.arange(rows.shape[1])[None, :] < n[:, None]]
         y = (pairs.codes[flat].astype(np.int64), pairs.ages[flat].astype(np.int64), pairs.sup[flat].astype(np.int64))
-        return cls(ids.astype(np.int64), start, flat.astype(np.int32), y)
+        return cls(ids.astype(np.int64), start, flat.astype(np.int32), y, np.unique(flat).astype(np.int64))
 
 
 @dataclass

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -125,6 +126,14 @@ class CostModel:
         ns_i, ns_a = icd.sup_num(), age.sup_num()
         return cls(icd, age, w_icd, w_age, den * icd.domain * age.domain,
                    k_i * ng_i, k_a * ng_a, k_i * ns_i, k_a * ns_a, ng_i, ng_a, ns_i, ns_a)
+
+    @cached_property
+    def step_floor(self) -> tuple[np.ndarray, np.ndarray]:
+        """(code nodes, age nodes): min over every node c of gen(x, c) - sup(c), for every node
+        x — what a GEN with x can at best save on the other side, once per model rather than
+        a pass over a row of the tables per pair of every X (:func:`kernel.x_lower`)."""
+        return ((self.gen_i - self.sup_i[None, :]).min(axis=1).astype(np.int64),
+                (self.gen_a - self.sup_a[None, :]).min(axis=1).astype(np.int64))
 
     def sup(self, codes: np.ndarray, ages: np.ndarray) -> np.ndarray:
         """Weighted, scaled cost of suppressing each pair (sup = supI + supA, spec §2.4)."""

@@ -28,7 +28,10 @@ GEN, SUP_Y, SUP_X = 0, 1, 2
 FIRST_ROUND = 64        # values aligned first (best bounds) to get the pruning threshold
 SAMPLE = 1024           # bounds sorted (argmax) or summed in full (argmin) to estimate it
 _DEAD = np.iinfo(np.int64).max   # bound of a value no longer in D (``count`` 0): never aligned
+NO_BEST = _DEAD         # the best total (and head) of a scan before its first alignment
 _NO_FLOOR = np.iinfo(np.int64).min
+_UNREACHED = np.iinfo(np.int64).max // 4   # a cell outside the band of :func:`_band`
+BAND = 4                # half-width of the banded upper bound of the argmax (:func:`_band`)
 
 
 @njit(cache=True, nogil=True)
@@ -101,18 +104,20 @@ def traceback(r: np.ndarray, xc: np.ndarray, xa: np.ndarray, yc: np.ndarray, ya:
 
 @njit(cache=True, nogil=True)
 def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sup_x: np.ndarray,
-            pc: np.ndarray, pa: np.ndarray, sup_p: np.ndarray, sup_i: np.ndarray,
-            sup_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            pc: np.ndarray, pa: np.ndarray, sup_p: np.ndarray, floor_i: np.ndarray,
+            floor_a: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``lower`` of :class:`align.XTables`: for every pair p = (pc[p], pa[p]),
     min(sup(p), min_h gen(x_h, p)) and min(sup(p), min_h gen(x_h, p) - sup(x_h)); the last
     column (the pad) is 0. Exact, without an (m x P) pass: X's pairs are grouped by age, and
     per distinct age u and code node c the smallest gen_i(x_h, c) (and gen_i - sup(x_h)) over
     the pairs of that age is kept, so a pair costs one step per distinct age of X (ten-odd on
-    a ten-year trajectory, against its fifty pairs).
+    a ten-year trajectory, against its fifty pairs). Only the pairs ``used`` are computed; the
+    others keep sup(p), which bounds nothing: no candidate scanned with these tables has them.
 
     Also ``rest[h]``, a lower bound of what rows h..m-1 of the shifted DP can still add to
     E (each row at most one GEN, whose step is at least min over any code node of
-    gen_i - sup_i, plus the same over age nodes, minus sup(x_h)): :func:`_cost` stops a
+    gen_i - sup_i, plus the same over age nodes, minus sup(x_h); those minimums per node are
+    ``floor_i``/``floor_a``, :attr:`costs.CostModel.step_floor`): :func:`_cost` stops a
     hopeless alignment with it."""
     m, width = xc.size, sup_p.size
     lower = np.empty((2, width), dtype=np.int64)
@@ -120,13 +125,7 @@ def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray
     lower[:, width - 1] = 0
     rest = np.zeros(m + 1, dtype=np.int64)
     for h in range(m - 1, -1, -1):
-        gi, ga = gen_i[xc[h]], gen_a[xa[h]]
-        best_i, best_a = gi[0] - sup_i[0], ga[0] - sup_a[0]
-        for c in range(1, gi.size):
-            best_i = min(best_i, gi[c] - sup_i[c])
-        for c in range(1, ga.size):
-            best_a = min(best_a, ga[c] - sup_a[c])
-        rest[h] = rest[h + 1] + min(0, best_i + best_a - sup_x[h])
+        rest[h] = rest[h + 1] + min(0, floor_i[xc[h]] + floor_a[xa[h]] - sup_x[h])
     if m == 0:
         return lower, rest
     ages = np.unique(xa)
@@ -143,7 +142,7 @@ def x_lower(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray
                 r0[u, c] = g
             if g - sx < r1[u, c]:
                 r1[u, c] = g - sx
-    for p in range(width - 1):
+    for p in used:
         c, a = pc[p], pa[p]
         l0, l1 = lower[0, p], lower[1, p]
         for u in range(ages.size):
@@ -292,6 +291,70 @@ def _diagonal(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarr
     return s
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _band_cols(h: int, m: int, n: int, w: int) -> tuple[int, int]:
+    """Columns lo..hi of row h of the band of :func:`_band`: within ``w`` of the stretched
+    diagonal j = h n / m, reaching ``w`` past the next row's centre so that every row's band
+    starts at or before the previous row's end (a monotone path from (0, 0) to (m, n) stays
+    inside)."""
+    centre = h * n // m
+    after = (h + 1) * n // m if h < m else n
+    return max(0, centre - w), min(n, max(centre, after) + w)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _band(gen_i: np.ndarray, gen_a: np.ndarray, xc: np.ndarray, xa: np.ndarray, sx: np.ndarray,
+          fc: np.ndarray, fa: np.ndarray, fs: np.ndarray, a: int, n: int, w: int, prev: np.ndarray,
+          cur: np.ndarray) -> int:
+    """E[m, n] of the shifted DP restricted to a band of ``w`` cells either side of the
+    stretched diagonal (cells outside it unreachable): the cost of the best alignment whose
+    path stays in the band, so an upper bound of the exact E[m, n] (every path in the band is
+    an alignment), and at CDM shape a tight one — about ``2 w + n / m`` cells a row instead of
+    n. ``prev``/``cur``: scratch rows of at least n + 1 cells."""
+    m = xc.size
+    if m == 0 or n == 0:
+        return 0
+    lo0, hi0 = _band_cols(0, m, n, w)
+    for j in range(lo0, hi0 + 1):
+        prev[j] = 0                                            # E[0, j] = 0
+    plo, phi = lo0, hi0
+    for h in range(1, m + 1):
+        lo, hi = _band_cols(h, m, n, w)
+        gi, ga, s = gen_i[xc[h - 1]], gen_a[xa[h - 1]], sx[h - 1]
+        left = _UNREACHED
+        for j in range(lo, hi + 1):
+            v = left                                           # SUP_Y from (h, j-1)
+            if plo <= j <= phi and prev[j] < v:                # SUP_X from (h-1, j)
+                v = prev[j]
+            if j == 0:
+                v = 0                                          # E[h, 0] = 0
+            elif plo <= j - 1 <= phi:                          # GEN from (h-1, j-1)
+                q = a + j - 1
+                g = prev[j - 1] + (gi[fc[q]] + ga[fa[q]] - fs[q] - s)
+                if g < v:
+                    v = g
+            cur[j] = v
+            left = v
+        prev, cur = cur, prev
+        plo, phi = lo, hi
+    return prev[n]
+
+
+@njit(cache=True, nogil=True)
+def band_bounds(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray,
+                w: int) -> np.ndarray:
+    """The banded upper bound (:func:`_band`) of the A-GS total for every candidate."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
+    prev = np.empty(_widest(start) + 1, dtype=np.int64)
+    cur = np.empty(prev.size, dtype=np.int64)
+    out = np.empty(ids.size, dtype=np.int64)
+    for c in range(ids.size):
+        out[c] = sup_y[ids[c]] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, start[c],
+                                               start[c + 1] - start[c], w, prev, cur)
+    return out
+
+
 @njit(cache=True, nogil=True)
 def upper_bounds(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray) -> np.ndarray:
     """The diagonal upper bound of :class:`align.XTables` for every candidate."""
@@ -330,52 +393,83 @@ def nearest(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray
     ``cut``, about the ``FIRST_ROUND``-th smallest bound (estimated on a sample), or the best
     total if that is smaller; then, only if the best total is above ``cut``, the best total,
     resuming each paused sum where it stopped. An alignment stops as soon as its total is
-    known to exceed the best total (:func:`_cost_below`)."""
-    gen_i, gen_a, xc, xa, sx = x
-    fc, fa, fs = y
+    known to exceed the best total (:func:`_cost_below`). One thread; :func:`nearest_cut` and
+    :func:`nearest_pass` are its parts, for callers that split the second pass."""
+    cut = nearest_cut(lower, unmatched, sup_x, ids, start, flat, count)
+    sums = np.empty((ids.size, 3), dtype=np.int64)
+    best = np.array([_DEAD, _DEAD, -1], dtype=np.int64)
+    shared = best[:1].copy()
+    nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, True, cut, best, shared,
+                 sums, 0, ids.size)
+    if best[0] > cut:
+        nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, False, cut, best,
+                     shared, sums, 0, ids.size)
+    return best[2]
+
+
+@njit(cache=True, nogil=True)
+def nearest_cut(lower: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray, start: np.ndarray,
+                flat: np.ndarray, count: np.ndarray) -> int:
+    """The first pass's limit of :func:`nearest`: about the ``FIRST_ROUND``-th smallest lower
+    bound of the values in D, from an evenly spaced sample."""
     stride = max(1, ids.size // SAMPLE)
     sample = np.empty((ids.size + stride - 1) // stride, dtype=np.int64)
     for i in range(sample.size):
         c = i * stride
         sample[i] = _lower(lower, unmatched, sup_x, flat, start[c], start[c + 1] - start[c]) \
             if count[ids[c]] else _DEAD
-    cut = _sample_cut(sample, FIRST_ROUND * sample.size // max(ids.size, 1))
+    return _sample_cut(sample, FIRST_ROUND * sample.size // max(ids.size, 1))
+
+
+@njit(cache=True, nogil=True)
+def nearest_pass(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray, sup_x: int, ids: np.ndarray,
+                 start: np.ndarray, flat: np.ndarray, y: tuple, sup_y: np.ndarray, count: np.ndarray,
+                 head: np.ndarray, first_pass: bool, cut: int, best: np.ndarray, shared: np.ndarray,
+                 sums: np.ndarray, lo: int, hi: int) -> None:
+    """One pass of :func:`nearest` over candidates ``lo..hi - 1``, improving ``best`` = (total,
+    head, value) in place; ``sums`` holds each candidate's paused bound sums (written by the
+    first pass, resumed by the second). Passes over disjoint ranges touch disjoint rows of
+    ``sums``, so second passes of different ranges can run side by side, each from its own
+    copy of the first pass's ``best``: the best of their results is the one-range result.
+    ``shared[0]`` is a total some value of D attains, lowered by every pass that finds a
+    smaller one (passes running side by side prune with each other's finds): it only ever
+    holds such totals, so a value whose bound exceeds it can neither win nor tie, and a value
+    is taken as its range's best only when its alignment ran to the end (total <= limit)."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     drop = min(0, lower[1].min())
-    sums = np.empty((ids.size, 3), dtype=np.int64)     # both sums over flat[start[c]:upto], upto
     top = unmatched.size - 1
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
     tail = np.zeros(e.size, dtype=np.int64)
     gain = lower[1]
-    best, best_head, best_t = _DEAD, _DEAD, -1
-    for first_pass in (True, False):
-        if not first_pass and best <= cut:
-            break
-        for c in range(ids.size):
-            t = ids[c]
-            if not count[t]:
+    for c in range(lo, hi):
+        t = ids[c]
+        if not count[t]:
+            continue
+        a, end = start[c], start[c + 1]
+        if first_pass:
+            s0, s1, j = unmatched[min(end - a, top)], sup_x, a
+            limit = min(cut, best[0])
+        else:
+            s0, s1, j = sums[c, 0], sums[c, 1], sums[c, 2]
+            if j == end and max(s0, s1) <= cut:        # aligned in the first pass
                 continue
-            a, end = start[c], start[c + 1]
-            if first_pass:
-                s0, s1, j = unmatched[min(end - a, top)], sup_x, a
-                limit = min(cut, best)
-            else:
-                s0, s1, j = sums[c, 0], sums[c, 1], sums[c, 2]
-                if j == end and max(s0, s1) <= cut:        # aligned in the first pass
-                    continue
-                limit = best
-            while j < end and s0 <= limit and s1 + (end - j) * drop <= limit:
-                s0 += lower[0, flat[j]]
-                s1 += lower[1, flat[j]]
-                j += 1
-            sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
-            if s0 > limit or s1 + (end - j) * drop > limit:
-                continue
-            ceiling = _DEAD if best == _DEAD else best - sup_y[t] - sup_x
-            cost = _cost_below(gen_i, gen_a, xc, xa, sx, fc, fa, fs, gain, flat, rest, a, end - a, e, tail, ceiling) \
-                + sup_y[t] + sup_x
-            if _better(cost, head[t], best, best_head):
-                best, best_head, best_t = cost, head[t], t
-    return best_t
+            limit = min(best[0], shared[0])
+        while j < end and s0 <= limit and s1 + (end - j) * drop <= limit:
+            s0 += lower[0, flat[j]]
+            s1 += lower[1, flat[j]]
+            j += 1
+        sums[c, 0], sums[c, 1], sums[c, 2] = s0, s1, j
+        if s0 > limit or s1 + (end - j) * drop > limit:
+            continue
+        limit = min(best[0], shared[0])
+        ceiling = _DEAD if limit == _DEAD else limit - sup_y[t] - sup_x
+        cost = _cost_below(gen_i, gen_a, xc, xa, sx, fc, fa, fs, gain, flat, rest, a, end - a, e, tail, ceiling) \
+            + sup_y[t] + sup_x
+        if cost <= limit and _better(cost, head[t], best[0], best[1]):
+            best[0], best[1], best[2] = cost, head[t], t
+            if cost < shared[0]:
+                shared[0] = cost
 
 
 @njit(cache=True, nogil=True)
@@ -384,24 +478,52 @@ def farthest(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple,
     """argmax over the candidates in D of the A-GS total with X. SUPX + SUPY (suppressing
     both) bounds every alignment from above: the ``FIRST_ROUND`` values with the largest such
     bounds are aligned first; every other value is aligned only when that bound, then the
-    diagonal alignment's (:func:`upper_bounds`), reaches the best total found so far."""
-    gen_i, gen_a, xc, xa, sx = x
-    fc, fa, fs = y
+    diagonal alignment's (:func:`upper_bounds`), then the banded alignment's (:func:`_band`),
+    reaches the best total found so far. Totals are negated (the argmax is an argmin). One
+    thread; :func:`farthest_cut` and :func:`farthest_round` are its parts."""
+    bound, cut = farthest_cut(sup_x, ids, sup_y, count)
+    best = np.array([_DEAD, _DEAD, -1], dtype=np.int64)
+    shared = best[:1].copy()
+    for first_round in (True, False):
+        farthest_round(x, sup_x, ids, start, y, sup_y, head, bound, first_round, cut, best, shared, 0, ids.size)
+    return best[2]
+
+
+@njit(cache=True, nogil=True)
+def farthest_cut(sup_x: int, ids: np.ndarray, sup_y: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, int]:
+    """-(SUPX + SUPY) of every candidate (dead ones ``_DEAD``) and the first round's limit,
+    about the ``FIRST_ROUND``-th smallest of them."""
     bound = np.empty(ids.size, dtype=np.int64)
     for c in range(ids.size):
         bound[c] = -(sup_y[ids[c]] + sup_x) if count[ids[c]] else _DEAD
-    cut = _sample_cut(bound, FIRST_ROUND)
+    return bound, _sample_cut(bound, FIRST_ROUND)
+
+
+@njit(cache=True, nogil=True)
+def farthest_round(x: tuple, sup_x: int, ids: np.ndarray, start: np.ndarray, y: tuple, sup_y: np.ndarray,
+                   head: np.ndarray, bound: np.ndarray, first_round: bool, cut: int, best: np.ndarray,
+                   shared: np.ndarray, lo: int, hi: int) -> None:
+    """One round of :func:`farthest` over candidates ``lo..hi - 1``, improving the negated
+    ``best`` = (-total, head, value) in place; rounds over disjoint ranges can run side by
+    side, sharing the best negated total in ``shared`` as :func:`nearest_pass`."""
+    gen_i, gen_a, xc, xa, sx = x
+    fc, fa, fs = y
     e = np.zeros(_widest(start) + 1, dtype=np.int64)
-    best, best_head, best_t = _DEAD, _DEAD, -1
-    for first_round in (True, False):
-        for c in range(ids.size):
-            if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > best:
-                continue
-            t, a, n = ids[c], start[c], start[c + 1] - start[c]
-            if not first_round and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > best:
-                continue
-            floor = _NO_FLOOR if best == _DEAD else -best - sup_y[t] - sup_x   # E below it: total below best
-            cost = -(_cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, e, floor) + sup_y[t] + sup_x)
-            if _better(cost, head[t], best, best_head):
-                best, best_head, best_t = cost, head[t], t
-    return best_t
+    prev = np.empty(e.size, dtype=np.int64)
+    cur = np.empty(e.size, dtype=np.int64)
+    for c in range(lo, hi):
+        limit = min(best[0], shared[0])
+        if bound[c] == _DEAD or (bound[c] <= cut) != first_round or bound[c] > limit:
+            continue
+        t, a, n = ids[c], start[c], start[c + 1] - start[c]
+        if limit != _DEAD and -(sup_y[t] + sup_x + _diagonal(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n)) > limit:
+            continue
+        if limit != _DEAD and -(sup_y[t] + sup_x + _band(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, BAND,
+                                                         prev, cur)) > limit:
+            continue
+        floor = _NO_FLOOR if limit == _DEAD else -limit - sup_y[t] - sup_x   # E below it: total below limit
+        cost = -(_cost(gen_i, gen_a, xc, xa, sx, fc, fa, fs, a, n, e, floor) + sup_y[t] + sup_x)
+        if cost <= limit and _better(cost, head[t], best[0], best[1]):
+            best[0], best[1], best[2] = cost, head[t], t
+            if cost < shared[0]:
+                shared[0] = cost

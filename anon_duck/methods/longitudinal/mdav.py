@@ -8,7 +8,10 @@ the smallest remaining record (spec A5); "most frequent" is ordered-sequence equ
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
 from ..base import Progress
@@ -64,14 +67,21 @@ class Pool:
     result): Algorithm 4's argmin aligns exactly only the values whose lower bound
     (:meth:`XTables.lower_bound`) does not exceed a cost already reached, and Algorithm 3's
     argmax only those whose upper bounds — suppressing both trajectories (SUPX + SUPY), then
-    the diagonal alignment (:meth:`XTables.upper_bound`) — reach the best cost found so far.
+    the diagonal alignment (:meth:`XTables.upper_bound`), then the best alignment within a
+    band around the diagonal (:meth:`XTables.band_bound`) — reach the best cost found so far.
     Every value that can attain or tie the optimum is aligned exactly, so the result, ties
     included, is that of the full scan (``tests/test_longitudinal_pruning.py``). The scans
-    are compiled (:mod:`.kernel`). Baseline scans are cheap and stay full, in numpy."""
+    are compiled (:mod:`.kernel`); with ``workers`` > 1 their second pass runs on that many
+    threads over disjoint ranges of D (:meth:`_split`), with the same result. Baseline scans
+    are cheap and stay full, in numpy."""
 
-    def __init__(self, model: CostModel, trajs: Trajectories, alignment: str) -> None:
+    SPLIT_FROM = 1024       # values in the layout from which a scan's second pass is split
+
+    def __init__(self, model: CostModel, trajs: Trajectories, alignment: str, workers: int = 1) -> None:
         self.model, self.trajs = model, trajs
         self.alignment = alignment
+        self.workers = max(1, workers)
+        self._threads: ThreadPoolExecutor | None = None
         self.align = ags if alignment == "ags" else baseline
         of = trajs.of_record
         self.by_traj = np.lexsort((np.arange(of.size), of))       # records grouped by value, ascending
@@ -142,7 +152,15 @@ class Pool:
         self._live_layout()
         tables = XTables.create(self.model, self.pairs, codes, ages)
         c = self.cand
-        return int(kernel.farthest(tables.x, tables.sup_x, c.ids, c.start, c.y, self.sup_y, self.count, self.head))
+        if not self._splits():
+            return int(kernel.farthest(tables.x, tables.sup_x, c.ids, c.start, c.y, self.sup_y, self.count, self.head))
+        bound, cut = kernel.farthest_cut(tables.sup_x, c.ids, self.sup_y, self.count)
+        args = (tables.x, tables.sup_x, c.ids, c.start, c.y, self.sup_y, self.head, bound)
+        best = _no_best()
+        shared = best[:1].copy()
+        kernel.farthest_round(*args, True, cut, best, shared, 0, c.ids.size)
+        return int(self._split(lambda b, lo, hi: kernel.farthest_round(*args, False, cut, b, shared, lo, hi),
+                               best)[2])
 
     def nearest(self, codes: np.ndarray, ages: np.ndarray) -> int:
         """Algorithm 4 step 3: argmin over D of the alignment cost with the representative."""
@@ -150,10 +168,45 @@ class Pool:
             t, d = self.distances(codes, ages)
             return self._first(t[d == d.min()])
         self._live_layout()
-        tables = XTables.create(self.model, self.pairs, codes, ages)
         c = self.cand
-        return int(kernel.nearest(tables.x, tables.lower, tables.rest, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat,
-                                  c.y, self.sup_y, self.count, self.head))
+        tables = XTables.create(self.model, self.pairs, codes, ages, c.used)
+        args = (tables.x, tables.lower, tables.rest, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat, c.y,
+                self.sup_y, self.count, self.head)
+        if not self._splits():
+            return int(kernel.nearest(*args))
+        cut = kernel.nearest_cut(tables.lower, tables.unmatched, tables.sup_x, c.ids, c.start, c.flat, self.count)
+        sums = np.empty((c.ids.size, 3), dtype=np.int64)
+        best = _no_best()
+        shared = best[:1].copy()
+        kernel.nearest_pass(*args, True, cut, best, shared, sums, 0, c.ids.size)
+        if best[0] > cut:
+            best = self._split(lambda b, lo, hi: kernel.nearest_pass(*args, False, cut, b, shared, sums, lo, hi),
+                               best)
+        return int(best[2])
+
+    def _splits(self) -> bool:
+        """Whether a scan's second pass runs on ``workers`` threads (the kernels release the
+        GIL): only with more than one worker and a layout worth the hand-off."""
+        return self.workers > 1 and self.cand.ids.size >= self.SPLIT_FROM
+
+    def _split(self, run: Callable[[np.ndarray, int, int], None], best: np.ndarray) -> np.ndarray:
+        """``run(best', lo, hi)`` over ``2 * workers`` disjoint ranges of the layout side by side,
+        each from its own copy of ``best`` (total, head, value), pruning with the totals the
+        others find (the kernels' ``shared``); the smallest (total, head) of the copies is what
+        one pass over the whole layout would have found, since each range keeps every value
+        that can beat or tie any total found."""
+        edges = np.linspace(0, self.cand.ids.size, 2 * self.workers + 1).astype(np.int64)
+        copies = [best.copy() for _ in range(edges.size - 1)]
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="mdav")
+        list(self._threads.map(lambda k: run(copies[k], int(edges[k]), int(edges[k + 1])), range(len(copies))))
+        return min(copies, key=lambda b: (int(b[0]), int(b[1])))
+
+    def close(self) -> None:
+        """Stop the scan threads (if any were started)."""
+        if self._threads is not None:
+            self._threads.shutdown()
+            self._threads = None
 
     def _first(self, ties: np.ndarray) -> int:
         """Tie rule (spec A5): the value holding the smallest remaining record."""
@@ -163,6 +216,11 @@ class Pool:
         alive = np.flatnonzero(self.count > 0)
         parts = [self.by_traj[self.start[t] + self.taken[t]: self.start[t + 1]] for t in alive]
         return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _no_best() -> np.ndarray:
+    """(total, head, value) of a scan that has aligned nothing yet."""
+    return np.array([kernel.NO_BEST, kernel.NO_BEST, -1], dtype=np.int64)
 
 
 def _make_buckets(model: CostModel, trajs: Trajectories, ids: np.ndarray, pairs: PairSet,
