@@ -77,9 +77,10 @@ def run_cases(names: Sequence[str], *, scale: float, reps: int, progress=print,
 
 def quick_cases() -> list[str]:
     """``--quick``'s cases: every registered case but those that start a Spark session (CI has
-    neither the JVM nor the minutes each session's start costs) and the peers whose library is
-    not installed (the test environment leaves them out: pycanon pins an old numpy)."""
-    return [n for n in sorted(CASES) if n not in SPARK and installed(n)]
+    neither the JVM nor the minutes each session's start costs), the peers whose library is
+    not installed (the test environment leaves them out: pycanon pins an old numpy), and the
+    utility cases' twins at a second k (the same code as the first k)."""
+    return [n for n in sorted(CASES) if n not in SPARK and n not in utility_cases.TWINS and installed(n)]
 
 
 def installed(name: str) -> bool:

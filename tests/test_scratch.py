@@ -17,6 +17,9 @@ from conftest import ALL_JOBS, JOBS, REPO, user_tables
 # each of these takes more than 4 s (run, verify and report; 2 shared cores); the rest, real data
 # included (up to ~2 s), run in the fast subset
 SLOW = {"artuc_informs_uc1.toml", "disassociation_bms.toml", "disassociation_informs.toml", "counterfeit_adult.toml"}
+# their reports (the longest part: workloads, reconstructions, query errors) make the scratch
+# tables their methods' toy jobs' reports make, checked there; their run and verify are checked
+REPORTED_ON_TOYS = {"artuc_informs_uc1.toml", "disassociation_bms.toml", "counterfeit_adult.toml"}
 
 
 def _leftovers(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -35,7 +38,8 @@ def test_no_scratch_table_survives_a_fixture_job(path):
         anon_duck.run(con, job)
         assert _leftovers(con) == []
         anon_duck.verify(con, job)
-        anon_duck.report(con, job)
+        if path.name not in REPORTED_ON_TOYS:
+            anon_duck.report(con, job)
         assert _leftovers(con) == []
 
 

@@ -129,3 +129,6 @@ for _method in METHODS:
         case(name(_method, _k), data=_data(_method))(_utility_case(_method, _k))
 
 CASES = tuple(name(m, k) for m in METHODS for k in KS)
+TWINS = tuple(name(m, k) for m in METHODS for k in KS[1:])
+"""Cases that run their method's code again at another k: ``--quick`` (which checks that every
+case completes, not its numbers) runs each method at the first k only."""

@@ -1,0 +1,73 @@
+"""What the Spark test modules share: a local[2] session for a module, and the comparisons of
+releases and numbers between engines (tests/test_spark.py, tests/test_spark_engine.py)."""
+from __future__ import annotations
+
+import contextlib
+import shutil
+from typing import Any, Iterator
+
+import duckdb
+import pytest
+
+from anon_duck.methods import get_method
+from anon_duck.release import view_sql
+
+
+@contextlib.contextmanager
+def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A SparkBackend on a local[2] session over a warehouse folder of its own, stopped at the
+    end. Skips (with the reason) without pyspark or Java."""
+    pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install -e '.[spark]'")
+    if not shutil.which("java"):
+        pytest.skip("Spark needs Java 17+, and no java is on PATH")
+    from anon_duck.backend.spark import SparkBackend, spark_session
+    session = spark_session(tmp_path_factory.mktemp("warehouse"), master="local[2]")
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    # tiny tables: adaptive planning and whole-stage code generation cost more than they save
+    session.conf.set("spark.sql.adaptive.enabled", "false")
+    session.conf.set("spark.sql.codegen.wholeStage", "false")
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield SparkBackend(session)
+    finally:
+        session.stop()
+
+
+def copy_to_spark(con: duckdb.DuckDBPyConnection, spark: Any, name: tuple[str, ...] | str) -> None:
+    """A DuckDB table into the Spark warehouse under the same name, through numpy/Arrow."""
+    parts = (name,) if isinstance(name, str) else name
+    spark.write_table(parts, con.execute("SELECT * FROM " + ".".join(f'"{p}"' for p in parts)).fetchnumpy())
+
+
+def copied_to_duckdb(spark: Any, job: Any, tables: list[str]) -> duckdb.DuckDBPyConnection:
+    """A release published on Spark (its tables, metadata and analyst views) in a new DuckDB."""
+    con = duckdb.connect()
+    for table in tables + [f"{job.release.name}_meta"]:
+        con.register("arrow", spark.spark.table(f"`{table}`").toArrow())
+        con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM arrow')
+        con.unregister("arrow")
+    for view in get_method(job.method).views:
+        con.execute(view_sql(job, view, "create"))
+    return con
+
+
+def same(a: Any, b: Any, path: str = "") -> None:
+    """Equal numbers, floats to 1e-9 relative: a sum of doubles depends on the order the engine
+    adds them in (DuckDB's threads as much as Spark's partitions)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12, nan_ok=True), path
+    else:
+        assert a == b, path
+
+
+def verdicts(checks: Any) -> list[tuple]:
+    """What a list of checks says, to compare between engines."""
+    return [(c.name, c.passed, c.n_violations, c.violations, c.detail) for c in checks]
