@@ -26,7 +26,7 @@ from ...hierarchy import CLOSURE, NODES
 from ...inputs import Inputs
 from ...job import Job
 from ...sqlrender import render
-from .encoding import CODE, PAIR, Records
+from .encoding import CODE, Records
 from .frequent import frequent_itemsets
 
 
