@@ -20,24 +20,6 @@ ALL_JOBS = [p for p in sorted(JOBS.glob("*.toml")) if not p.name.startswith("art
             p.name == "artuc_informs_uc1.toml"]
 
 
-# The longest modules, longest first (seconds on 2 idle cores, measured with --durations): with
-# `-n 2 --dist loadfile` each worker takes whole modules in collection order, and a long module
-# collected late (test_spark.py sorts under "s", the bench's tests after every tests/ module)
-# would run alone while the other worker idles.
-LONGEST_FIRST = ("tests/test_spark.py", "tests/test_spark_engine.py", "benchmarks/tests/test_bench.py",
-                 "tests/test_reliability.py", "benchmarks/tests/test_bench_spark.py", "tests/test_scratch.py",
-                 "tests/test_counterfeit_adult.py", "tests/test_retention.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Collect the longest modules first (:data:`LONGEST_FIRST`); every module keeps its own
-    order (test_spark.py's last test reads what the ones before it ran)."""
-    def rank(item) -> int:
-        path = item.path.relative_to(REPO).as_posix()
-        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
-    items.sort(key=rank)
-
-
 @pytest.fixture
 def con():
     c = duckdb.connect()
