@@ -39,10 +39,10 @@ def _boxes_of_persons(backend: Backend, job: Job, inputs: Inputs, params: ArtUCP
     """The leading key of ArtUC's fragments: each person's constraint box (Step 1 on the whole
     input, by the job's own variant). ArtUC forms and merges clusters only inside a box, so a
     fragment holding whole boxes, or long runs of one, keeps the merge partners the
-    unpartitioned run had, but for those across its two cuts; cut by the QIs alone (birth month first on INFORMS, which UC1 leaves at "*"),
-    every fragment held a sliver of every box, and a box with one cluster in a fragment ended
-    that fragment's merging (docs/scale.md: 91.0 % of the (person, code) pairs suppressed at
-    5,000 against 63.5 % unpartitioned)."""
+    unpartitioned run had, but for those across its two cuts; cut by the QIs alone (birth
+    month first on INFORMS, which UC1 leaves at "*"), every fragment held a sliver of every box,
+    and a box with one cluster in a fragment ended that fragment's merging (docs/scale.md:
+    91.0 % of the (person, code) pairs suppressed at 5,000 against 63.5 % unpartitioned)."""
     from .. import get_method
     method = get_method(job.method)
     assert isinstance(method, ArtUCMethod)
