@@ -7,6 +7,7 @@ work per person set (disassociation, longitudinal, ArtUC) run partitioned from 1
 from __future__ import annotations
 
 import dataclasses
+import os
 import resource
 import time
 import tomllib
@@ -18,9 +19,15 @@ from anon_duck.job import Job, job_from_dict
 from .cases import _jobs, case, connect, peak_then_digest
 from .generators import DATA
 from .generators.omop_cdm import Shape, cached
+from .proctree import RolePeaks, TreeSampler
 
 PERSONS = 10_000           # at scale 1
-PARTITION_SIZE = 20_000    # per fragment, from PARTITIONED_FROM persons on
+PARTITION_SIZE = {"disassociation": 20_000, "artuc": 20_000, "longitudinal": 2_000}
+"""Persons per fragment, from PARTITIONED_FROM persons on. Longitudinal's MDAV' compares every
+trajectory with every other of its input, so its time per person grows with the fragment: on
+this CDM 2.8, 3.4, 4.8 and 12.3 ms per person unpartitioned at 1K, 2K, 5K and 10K persons
+(one run each, on the shared 2-core machine); 2,000 keeps a fragment's clusters among 400
+candidates' worth of similar persons (fragments.py sorts them by QIs, then events)."""
 PARTITIONED_FROM = 100_000
 # ArtUC is not among them: on this shape (dense code sets) it is strongly super-linear, 433 s at
 # 1,000 persons (benchmarks/utility.md), so a step of 10K persons could not finish; the utility
@@ -59,13 +66,21 @@ def job_on_cdm(doc: dict[str, Any], scale: float, folder: Path | None = None) ->
     doc = {**doc, "input": {**doc["input"], "omop": {**doc["input"]["omop"], "path": str(path.resolve())}}}
     job = job_from_dict(doc, base_dir=_jobs())
     if job.method in PARTITIONABLE and persons(scale) >= PARTITIONED_FROM:
-        job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, partition_size=PARTITION_SIZE))
+        job = dataclasses.replace(job, settings=dataclasses.replace(job.settings,
+                                                                    partition_size=PARTITION_SIZE[job.method]))
     return job
 
 
 def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds of this process and of its children that have ended (the fragments' worker
+    processes, anon_duck/backend/fragment_pool.py, end with the run that started them)."""
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def _role(pid: int, name: str, parent: str | None) -> str:
+    """The bench worker is the driver; every process it starts is a fragment worker."""
+    return "driver" if parent is None else "workers"
 
 
 def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
@@ -79,18 +94,27 @@ def _omop_case(method: str) -> Callable[[float], dict[str, Any]]:
         from anon_duck import api
         job = omop_job(method, scale)
         with connect() as con:
+            sampler = TreeSampler(os.getpid(), _role).start()
             cpu0 = _cpu()
             seconds, result = _timed(lambda: api.run(con, job))
             cpu = _cpu() - cpu0
             verify_s, checks = _timed(lambda: api.verify(con, job))
             risk_s, _ = _timed(lambda: api.risk(con, job))
             report_s, _ = _timed(lambda: api.report(con, job))
-            return {"seconds": seconds, "cpu_s": cpu, "verify_s": verify_s, "risk_s": risk_s, "report_s": report_s,
+            roles = sampler.stop()
+            workers = roles.get("workers", RolePeaks())
+            return {"seconds": seconds, "cpu_s": cpu, "verify_s": verify_s, "run_verify_s": seconds + verify_s,
+                    "risk_s": risk_s, "report_s": report_s,
                     "rows": persons(scale), "verified": result.verified and all(c.passed for c in checks),
-                    **peak_then_digest(con, job)}
+                    "fragments": result.facts.get("partition", {}).get("fragments", 1),
+                    **peak_then_digest(con, job),
+                    # the whole tree's peak: the driver and its fragment workers at once
+                    "peak_rss_mb": round(sampler.total_mb), "workers_max_mb": round(workers.max_mb),
+                    "workers_sum_mb": round(workers.sum_mb)}
     run_case.__doc__ = f"{method} on the OMOP-shaped CDM: run, then verify, risk and report, each timed."
     return run_case
 
 
 for _method in METHODS:
     case(f"omop_cdm_{_method}", data=cdm)(_omop_case(_method))
+

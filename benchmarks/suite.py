@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from anon_duck.errors import AnonDuckError
 from .cases import PEERS
-from . import omop_cases
+from . import omop_cases, omop_table
 from .load import BUSY
 from .runner import curves_markdown, load_cell, run_cases, run_curves, to_markdown, write, write_curves
 from .spark_cases import SPARK
@@ -48,6 +48,7 @@ class Step:
     reps: int = 1
     curve: tuple[float, ...] = ()        # scales of a scaling curve; empty = one scale
     table: Callable[[dict[str, Any]], str] | None = None   # the step's own table, above the timings
+    memory_limit: str | None = None      # every DuckDB connection's cap when an issue names one; else MEMORY_LIMIT
 
 
 VERIFIERS = ("verify_k", "verify_k_floor", "verify_l", "verify_l_floor",
@@ -102,12 +103,17 @@ PLAN: tuple[Step, ...] = (
 # report timed; partitioned from 100K persons on; ArtUC is left out: omop_cases.METHODS says why)
 OMOP_CDM = tuple(f"omop_cdm_{m}" for m in omop_cases.METHODS)
 PLAN += (
-    Step("omop_cdm_10k", "Full-domain, LKC, disassociation and longitudinal on an OMOP-shaped CDM: 10K persons, 0.5M condition events", OMOP_CDM),
-    Step("omop_cdm_100k", "Full-domain, LKC, disassociation and longitudinal on an OMOP-shaped CDM: 100K persons, 5M condition events", OMOP_CDM,
-         scale=10),
-    Step("omop_cdm_1m", "Full-domain, LKC, disassociation and longitudinal on an OMOP-shaped CDM: 1M persons, 50M condition events", OMOP_CDM,
-         scale=100),
+    Step("omop_cdm_10k", "Full-domain, LKC, disassociation and longitudinal on an OMOP-shaped CDM: 10K persons, "
+         "0.5M condition events", OMOP_CDM, table=omop_table.cdm_markdown),
+    # issue #31's done-when: 1M persons under memory_limit = "4GB" (and 100K, the growth's start, the same way)
+    Step("omop_cdm_100k", "Full-domain, LKC, disassociation and longitudinal on an OMOP-shaped CDM: 100K persons, "
+         "5M condition events", OMOP_CDM, scale=10, table=omop_table.cdm_markdown, memory_limit="4GB"),
+    Step("omop_cdm_1m", "Full-domain, LKC, disassociation and longitudinal on an OMOP-shaped CDM: 1M persons, "
+         "50M condition events", OMOP_CDM, scale=100, table=omop_table.cdm_markdown, memory_limit="4GB"),
 )
+CDM_GROWTH = ("omop_cdm_100k", "omop_cdm_1m")
+"""The steps whose ratios are the OMOP-shaped CDM's growth from 100K to 1M persons (issue #31:
+exponents ≤ 1.1, :func:`omop_table.growth_markdown`)."""
 # Issue #32, item 3: what every method keeps of the OMOP-shaped CDM at k = 5 and 10 (benchmarks/utility/,
 # benchmarks/utility.md): retention shares, the demographics' NCP, the ARE of 200 cohort counts
 PLAN += (
@@ -151,6 +157,13 @@ TARGETS: tuple[Target, ...] = (
            "median_s", 60),
     Target("longitudinal run, OMOP-shaped CDM, 10K persons, ≤ 120 s", "omop_cdm_10k", "omop_cdm_longitudinal",
            "median_s", 120),
+    # issue #31's done-when at 1M persons / 50M events: each method completes and verifies within
+    # 60 minutes, the whole process tree's peak RSS ≤ 8 GB under memory_limit = "4GB"
+    *(t for m in omop_cases.METHODS for t in (
+        Target(f"{m} run + verify, OMOP-shaped CDM, 1M persons, ≤ 60 min", "omop_cdm_1m", f"omop_cdm_{m}",
+               "run_verify_s", 3600, 100.0),
+        Target(f"{m}, OMOP-shaped CDM, 1M persons, peak RSS ≤ 8 GB", "omop_cdm_1m", f"omop_cdm_{m}",
+               "peak_rss_mb", 8192, 100.0))),
     # the first round's targets (issues of the methods), kept so a regression shows
     Target("ArtUC, INFORMS 33,961 persons, ≤ 10 s", "methods", "artuc_informs", "median_s", 10),
     Target("ArtUC, EHRD-like 208K records, ≤ 60 s", "artuc_ehrd_curve", "artuc_ehrd", "median_s", 60),
@@ -214,12 +227,12 @@ def run_suite(out_dir: Path, *, steps: Sequence[str] = (), benchmarks: Path | No
             # the curves' PNGs go beside BENCHMARKS.md's other figures, linked relative to it
             home = out_dir if benchmarks is None else benchmarks.parent
             result = run_curves(step.cases, scales=step.curve, reps=step.reps, out_dir=home / PLOTS,
-                                progress=progress, memory_limit=MEMORY_LIMIT)
+                                progress=progress, memory_limit=step.memory_limit or MEMORY_LIMIT)
             result["plots"] = {name: os.path.relpath(path, home) for name, path in result["plots"].items()}
             write_curves(result, out)
         else:
             write(run_cases(step.cases, scale=step.scale, reps=step.reps, progress=progress,
-                            memory_limit=MEMORY_LIMIT), out)
+                            memory_limit=step.memory_limit or MEMORY_LIMIT), out)
     section = generated_section(_results(out_dir))
     suite = out_dir / "suite.md"
     suite.write_text("# Benchmark suite\n\n" + section + "\n")
@@ -242,11 +255,13 @@ def _results(out_dir: Path) -> dict[str, dict[str, Any]]:
 def generated_section(results: dict[str, dict[str, Any]]) -> str:
     """The targets' verdicts, the releases' digests, then each step's tables."""
     parts = [f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Every DuckDB connection capped at "
-             f"`memory_limit = '{MEMORY_LIMIT}'`; *other load* = cores other programs kept busy during the "
+             f"`memory_limit = '{MEMORY_LIMIT}'` unless a step's table says another; *other load* = cores other "
+             f"programs kept busy during the "
              f"measurement (benchmarks/load.py), marked **busy** above {BUSY}.", "",
              "### Targets", "", targets_markdown(results), "", "### Releases unchanged", "",
              releases_markdown(results), "", "### Peak memory under the 1 GB cap", "", memory_markdown(results),
-             "", "### Spark and DuckDB from 1M to 10M rows", "", growth_markdown(results)]
+             "", "### Spark and DuckDB from 1M to 10M rows", "", growth_markdown(results),
+             "", "### The OMOP-shaped CDM from 100K to 1M persons", "", omop_table.growth_markdown(results, *CDM_GROWTH)]
     for step in PLAN:
         result = results.get(step.name)
         body = "(not measured yet: `python -m benchmarks --suite --steps " + step.name + "`)" if result is None else (

@@ -59,7 +59,7 @@ class _Runner:
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
-    def anonymize_fragments(self, job, method, inputs, params, fragments):
+    def anonymize_fragments(self, job, method, inputs, params, fragments, progress):
         self.calls.append(fragments.count)
         return partition._one_after_another(self._inner, job, method, inputs, params, fragments,
                                             lambda *_: None)

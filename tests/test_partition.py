@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 from collections import Counter, defaultdict
 
 import duckdb
@@ -14,7 +15,7 @@ import pytest
 
 from anon_duck import api
 from anon_duck.session import session
-from anon_duck.errors import InputError, JobError
+from anon_duck.errors import EngineError, InputError, JobError
 from anon_duck.inputs import prepare
 from anon_duck.job import load_job, parse_job
 from anon_duck.jobspec import Settings, Source
@@ -319,6 +320,73 @@ def test_one_fragment_is_the_unpartitioned_release():
     assert releases[0] == releases[1] == releases[2] and releases[0][1]
 
 
+# ------------------------------------------------------------------------------------------
+# DuckDB's worker processes (anon_duck/backend/duckdb_fragments.py, fragment_pool.py)
+# ------------------------------------------------------------------------------------------
+@pytest.fixture
+def in_processes(monkeypatch):
+    """Worker processes from the first person on (PROCESSES_FROM is 20,000), recording each
+    call's worker count and every scratch folder the runs made."""
+    from anon_duck.backend import duckdb_fragments, fragment_pool
+    calls, folders = [], []
+    real_pool, real_mkdtemp = fragment_pool.run_fragments, duckdb_fragments.tempfile.mkdtemp
+
+    def pool(task, count, workers, progress):
+        calls.append(workers)
+        return real_pool(task, count, workers, progress)
+
+    def mkdtemp(**kwargs):
+        folders.append(real_mkdtemp(**kwargs))
+        return folders[-1]
+    monkeypatch.setattr(duckdb_fragments, "PROCESSES_FROM", 0)
+    monkeypatch.setattr(fragment_pool, "run_fragments", pool)
+    monkeypatch.setattr(duckdb_fragments.tempfile, "mkdtemp", mkdtemp)
+    return calls, folders
+
+
+_MADE = {
+    "disassociation": (lambda con: _sized(_codes_job(con), 30), "dis",
+                       ("clusters", "record_chunks", "shared_chunks", "shared_scope", "item_chunks")),
+    "artuc": (lambda con: _sized(_copies(con, load_job(JOBS / "artuc_toy.toml"), 5), 10), "artuc_toy",
+              ("records", "record_tokens")),
+    "longitudinal": (lambda con: _sized(_copies(con, load_job(JOBS / "longitudinal_toy.toml"), 5), 8), "toy_k2",
+                     ("patients",)),
+}
+
+
+@pytest.mark.parametrize("method", sorted(_MADE))
+def test_fragments_in_worker_processes_publish_the_one_process_release(method, in_processes, monkeypatch):
+    """Two worker processes publish, byte for byte, the release the fragments give run one after
+    another on the connection, and leave no scratch folder behind."""
+    make, name, suffixes = _MADE[method]
+    releases, facts = [], []
+    for processes in (False, True):
+        monkeypatch.setattr("anon_duck.backend.duckdb_fragments.PROCESSES_FROM", 0 if processes else 10 ** 9)
+        con = duckdb.connect(config={"threads": 2})
+        result = api.run(con, make(con))
+        assert result.verified
+        releases.append([sorted(_release(con, name, s)) for s in suffixes])
+        facts.append(result.facts)
+        con.close()
+    calls, folders = in_processes
+    assert calls == [2] and len(folders) == 1 and not os.path.exists(folders[0])
+    assert releases[0] == releases[1] and releases[0][0]
+    assert facts[0] == facts[1]
+
+
+def test_a_worker_that_dies_is_an_error_quoting_its_log(con, in_processes, monkeypatch):
+    """A worker process that ends without answering (killed, out of memory) stops the run with
+    an EngineError naming the fragment, the exit code and the end of the worker's log; no
+    partial release, no scratch folder, no worker left running."""
+    job = _sized(_codes_job(con), 30)
+    monkeypatch.setattr("anon_duck.backend.fragment_pool.__name__", "anon_duck_no_such_module")
+    with pytest.raises(EngineError, match=r"fragment \d of 3: its worker process ended without an answer \(exit "
+                                          r"code 1\); the end of its log:\n.*No module named anon_duck_no_such_module"):
+        api.run(con, dataclasses.replace(job, settings=dataclasses.replace(job.settings, threads=2)))
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'dis%'").fetchone()[0]
+    assert not os.path.exists(in_processes[1][0])
+
+
 @pytest.mark.parametrize("value", [0, -5, 2.5, "100", True])
 def test_bad_partition_size_is_named(value):
     text = (JOBS / "disassociation_toy.toml").read_text() + f"\n[settings]\npartition_size = {value!r}\n".replace(
@@ -338,11 +406,11 @@ def test_partition_size_refused_for_a_method_without_partitioning_or_below_2k(co
 
 
 def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(con, tmp_path):
-    """The function a Spark task runs (anon_duck/backend/spark/fragments.py), without Spark: it reads
+    """The function a Spark task and a DuckDB worker process run (anon_duck/backend/fragment_task.py): it reads
     its fragment's Parquet rows, writes each staged table as a file tagged with the fragment and
     returns the facts; a fragment the method refuses comes back as the method's own error."""
     from anon_duck.methods import get_method
-    from anon_duck.backend.spark.fragments import _run_fragment, _Task
+    from anon_duck.backend.fragment_task import Task, run_fragment
     job = _codes_job(con, n=8)
     for f, persons in ((0, range(6)), (1, range(6, 8))):
         for role, sql in (("input", "SELECT DISTINCT pid FROM visits"),
@@ -352,13 +420,13 @@ def test_an_executor_task_anonymizes_its_fragment_or_returns_the_methods_error(c
             ids = ", ".join(f"'p{i:03d}'" for i in persons)
             con.execute(f"COPY (SELECT * FROM ({sql}) WHERE {'pid' if role == 'input' else 'id'} IN ({ids})) "
                         f"TO '{folder}/part.parquet' (FORMAT parquet)")
-    task = _Task(str(tmp_path), job, get_method("disassociation").check_params(job), ("input", "codes"), (), (6, 2))
-    done = _run_fragment(task, 0)
+    task = Task(str(tmp_path), job, get_method("disassociation").check_params(job), ("input", "codes"), (), (6, 2))
+    done = run_fragment(task, 0)
     assert done["error"] is None and '"records": 6' in done["facts"]
     clusters = con.execute(f"SELECT _fragment, sum(n_records) FROM '{tmp_path}/out/clusters/0.parquet' "
                            "GROUP BY ALL").fetchall()
     assert clusters == [(0, 6)]
-    refused = _run_fragment(task, 1)
+    refused = run_fragment(task, 1)
     assert refused["error"] == ("InputError: method.k = 3 is larger than the number of records (persons) (2); "
                                    "no release can be 3-anonymous")
 

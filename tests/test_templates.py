@@ -63,7 +63,9 @@ def test_toy_jobs_exist():
 
 # Statements that only mean something to DuckDB itself (exporting into a DuckDB file).
 DUCKDB_ONLY = {"release/attach.sql.j2": "ATTACH a DuckDB file for export",
-               "release/detach.sql.j2": "DETACH that file"}
+               "release/detach.sql.j2": "DETACH that file",
+               "partition/write_tagged.sql.j2": "DuckDB's fragment files for its worker processes",
+               "partition/write_table.sql.j2": "DuckDB's fragment files for its worker processes"}
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -105,7 +107,9 @@ NOT_EXERCISED_BY_TOYS: dict[str, str] = {
     "release/meta_value.sql.j2": "read by methods' reports",
     "util/fingerprint.sql.j2": "tests only (source-unchanged checks)",
     "partition/tagged_rows.sql.j2": "Spark executors only: tests/test_spark.py -k partition",
-    "partition/write_fragment.sql.j2": "Spark executors only: tests/test_spark.py -k partition",
+    "partition/write_fragment.sql.j2": "a fragment's task: tests/test_partition.py -k 'worker or executor_task'",
+    "partition/write_tagged.sql.j2": "DuckDB's worker processes (20,000 persons on): tests/test_partition.py -k worker",
+    "partition/write_table.sql.j2": "DuckDB's worker processes (20,000 persons on): tests/test_partition.py -k worker",
 }
 
 

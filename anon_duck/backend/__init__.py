@@ -10,12 +10,13 @@ from typing import Any, ContextManager
 
 from ..errors import EngineError, InputError
 from . import duckdb as _duckdb
+from . import duckdb_fragments as _duckdb_fragments
 from . import postgres as _postgres
 from . import spark as _spark
 from .base import Backend, Engine, FragmentRunner
 
 ENGINES: dict[str, Engine] = {
-    "duckdb": Engine("duckdb", _duckdb.is_connection, _duckdb.backend, _duckdb.connect),
+    "duckdb": Engine("duckdb", _duckdb.is_connection, _duckdb_fragments.backend, _duckdb.connect),
     "spark": Engine("spark", _spark.is_session, lambda con, job: _spark.SparkBackend(con), _spark.open_warehouse),
     "postgres": Engine("postgres", _postgres.is_connection, _postgres.backend, _postgres.connect),
 }

@@ -93,14 +93,16 @@ class Backend(Protocol):
 
 class FragmentRunner(Protocol):
     """An optional capability: a backend that runs a partitioned run's fragments its own way
-    (Spark: one executor task each) has ``anonymize_fragments``; on any other backend the
-    fragments run one after another on the run's connection (anon_duck/partition)."""
+    (Spark: one executor task each; DuckDB: worker processes, one per core) has
+    ``anonymize_fragments``; on any other backend the fragments run one after another on the
+    run's connection (anon_duck/partition)."""
 
-    def anonymize_fragments(self, job: Any, method: Any, inputs: Any, params: Any,
-                            fragments: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    def anonymize_fragments(self, job: Any, method: Any, inputs: Any, params: Any, fragments: Any,
+                            progress: Callable[[str, int, int], None]) -> tuple[list[Any], list[dict[str, Any]]] | None:
         """Every fragment anonymized by ``method``: the union of their staged tables (one
         ``ReleaseTable`` per release table, ids not yet renumbered) and each fragment's facts,
-        in fragment order."""
+        in fragment order; ``progress`` counts the fragments done. None declines: the
+        fragments then run one after another on the run's connection."""
 
 
 @dataclass(frozen=True)

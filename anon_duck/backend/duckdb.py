@@ -104,12 +104,16 @@ class DuckDBBackend:
     def threads(self) -> int:
         return int(self._setting("threads"))
 
+    def memory_limit(self) -> int:
+        """DuckDB's ``memory_limit`` in bytes, as it reads it now."""
+        return _parse_bytes(self._setting("memory_limit"))
+
     def sort_budget(self) -> int:
         """An eighth of ``memory_limit``: DuckDB 2.0's sort of wide rows (ArtUC's code-set text)
         fails with "failed to pin block" rather than spill once the rows it holds near the
         limit (1.6 GB of text under a 1 GB limit, two threads); a chunk of an eighth leaves
         room for the sort's copies, the output table's blocks and each thread's share."""
-        return _parse_bytes(self._setting("memory_limit")) // 8
+        return self.memory_limit() // 8
 
     def in_transaction(self) -> bool:
         """Whether the caller has a transaction open on this connection (see
@@ -289,13 +293,6 @@ def _interrupts(stage: str) -> Iterator[None]:
 def is_connection(con: Any) -> bool:
     """Whether ``con`` is a DuckDB connection."""
     return isinstance(con, duckdb.DuckDBPyConnection)
-
-
-def backend(con: duckdb.DuckDBPyConnection, job: Any) -> DuckDBBackend:
-    """The backend of a caller's connection; the job's ``[settings]`` hold for the call."""
-    if job is None:
-        return DuckDBBackend(con)
-    return DuckDBBackend(con, memory_limit=job.settings.memory_limit, threads=job.settings.threads)
 
 
 @contextlib.contextmanager

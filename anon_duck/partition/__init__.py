@@ -5,10 +5,13 @@ longitudinal) needs memory in proportion to its input. With ``partition_size = N
 are cut into fragments of at most N similar persons (:mod:`.fragments`), each fragment is
 anonymized apart by the method as it is, and the fragments' releases are unioned with their
 ids renumbered (:mod:`.union`). The orchestration around it does not change: the method's
-verifier checks the union, the gate stops a failing one, the publisher writes it. On DuckDB the
-fragments run one after another on the run's connection, so the arrays in Python follow N, not
-the input; a backend with the ``anonymize_fragments`` capability runs them its own way (Spark:
-each in an executor on its own in-memory DuckDB, anon_duck/backend/spark/fragments.py).
+verifier checks the union, the gate stops a failing one, the publisher writes it. A backend with
+the ``anonymize_fragments`` capability runs the fragments its own way, each on an in-memory
+DuckDB of its own (DuckDB: in worker processes, one per core, from 20,000 persons on,
+anon_duck/backend/duckdb_fragments.py; Spark: in executor tasks, anon_duck/backend/spark/fragments.py);
+otherwise (PostgreSQL, a small DuckDB input) they run one after another on the run's connection.
+Either way a process holds one fragment's arrays at a time, so Python's memory follows N, not
+the input.
 
 Only a method that declares a :class:`~anon_duck.methods.base.Partitioning` (its privacy model
 holds per cluster, so a union of disjoint releases keeps it) can run partitioned.
@@ -58,10 +61,10 @@ def anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, params
         staged = method.anonymize(backend, job, inputs, params, progress)
         return Staged(staged.tables, combine_facts(partitioning, [staged.facts], fragments, size))
     runner = getattr(backend, "anonymize_fragments", None)     # backend/base.py: FragmentRunner
-    if runner is not None:
-        tables, facts = runner(job, method, inputs, params, fragments)
-    else:
-        tables, facts = _one_after_another(backend, job, method, inputs, params, fragments, progress)
+    union = runner(job, method, inputs, params, fragments, progress) if runner is not None else None
+    if union is None:
+        union = _one_after_another(backend, job, method, inputs, params, fragments, progress)
+    tables, facts = union
     return Staged(renumber(backend, partitioning, tables, fragments, job.release.seed),
                   combine_facts(partitioning, facts, fragments, size))
 

@@ -60,12 +60,12 @@ class SparkBackend:
         if failure:
             raise failure[0]
 
-    def anonymize_fragments(self, job: Any, method: Any, inputs: Any, params: Any,
-                            fragments: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    def anonymize_fragments(self, job: Any, method: Any, inputs: Any, params: Any, fragments: Any,
+                            progress: Callable[[str, int, int], None]) -> tuple[list[Any], list[dict[str, Any]]]:
         """The fragments of a partitioned run, each anonymized in an executor task of its own
         (:mod:`.fragments`; the optional capability of backend/base.py's FragmentRunner)."""
         from .fragments import anonymize_in_executors
-        return anonymize_in_executors(self, self.spark, job, method, inputs, params, fragments)
+        return anonymize_in_executors(self, self.spark, job, method, inputs, params, fragments, progress)
 
     @contextlib.contextmanager
     def local_copy(self, tables: Sequence[str], schema: str = DEFAULT_SCHEMA) -> Iterator[Any]:

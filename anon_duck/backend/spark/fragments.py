@@ -4,9 +4,10 @@ DuckDB, on an in-memory DuckDB connection of its own (docs/scale.md).
 
 The driver writes the inputs' rows as Parquet partitioned by fragment, and the hierarchy
 tables once, under a scratch folder in the warehouse; an RDD of the fragment numbers, one
-partition each, hands each task one fragment number (:func:`_in_tasks`), and the task reads its rows, runs ``method.anonymize`` through a
-:class:`~anon_duck.backend.duckdb.DuckDBBackend` and writes each staged table as a Parquet
-file tagged with the fragment, returning only the fragment's facts. The driver reads the files
+partition each, hands each task one fragment number (:func:`_in_tasks`), and the task runs
+:func:`~anon_duck.backend.fragment_task.run_fragment`: it reads its rows, runs
+``method.anonymize`` through a :class:`~anon_duck.backend.duckdb.DuckDBBackend` and writes each
+staged table as a Parquet file tagged with the fragment, returning only the fragment's facts. The driver reads the files
 back as the union tables (anon_duck.partition renumbers them on Spark), the scratch folder is
 removed, and the run goes on as any Spark run: the verifier checks the union on Spark before
 anything is published. The folder must be one the executors can read and write (the warehouse
@@ -18,57 +19,35 @@ import functools
 import json
 import shutil
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-import duckdb
-
-from ... import errors
-from ...errors import AnonDuckError, EngineError
-from ...hierarchy import CLOSURE, EDGES, LEVELS, NODES
+from ...errors import EngineError
 from ...inputs import Inputs
 from ...job import Job
-from ...methods import get_method
 from ...methods.base import Method, ReleaseTable
 from ...scratch import scratch
 from ...sqlrender import render
 from ..base import Backend
-from ..duckdb import DuckDBBackend
+from ..fragment_task import HIERARCHY_TABLES, PHASE, Task, raise_refusal, relations, run_fragment
 
 if TYPE_CHECKING:
     from ...partition.fragments import Fragments
 
-HIERARCHY_TABLES = (EDGES, NODES, CLOSURE, LEVELS)
-ROLES = ("input", "codes", "events")     # the scratch names the roles' rows get in an executor
 JOB_GROUP = "anon_duck_partition_fragments"     # the Spark job group the fragments' tasks run in
 
 
-@dataclass(frozen=True)
-class _Task:
-    """What every executor task needs (pickled once with the function)."""
-
-    folder: str
-    job: Job
-    params: Any
-    roles: tuple[str, ...]                 # the ROLES this job has
-    hierarchies: tuple[str, ...]           # the HIERARCHY_TABLES the driver wrote
-    sizes: tuple[int, ...]
-    domains: tuple[tuple[str, tuple[float, float]], ...] = ()   # Fragments.domains, as items
-
-
 def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Method, inputs: Inputs, params: Any,
-                           fragments: Fragments) -> tuple[list[ReleaseTable], list[dict[str, Any]]]:
+                           fragments: Fragments, progress: Callable[[str, int, int], None]
+                           ) -> tuple[list[ReleaseTable], list[dict[str, Any]]]:
     """The union of the fragments' releases, each made in an executor (see the module): the
     union tables, ids not yet renumbered, and each fragment's facts in fragment order.
-    ``backend`` is the Spark backend of the session ``spark``."""
+    ``backend`` is the Spark backend of the session ``spark``; ``progress`` hears when the
+    fragments' stage starts and ends (its tasks report to Spark's own UI)."""
     folder = _scratch_folder(spark)
     try:
-        relations = {"input": (inputs.person, job.dataset.id), "codes": (inputs.codes, "id"),
-                     "events": (inputs.events, "id")}
-        roles = tuple(r for r in ROLES if relations[r][0] is not None)
-        for role in roles:
-            relation, id_column = relations[role]
+        roles = relations(job, inputs)
+        for role, (relation, id_column) in roles.items():
             tagged = scratch(f"part_tagged_{role}")
             backend.run(f"partition: rows of {role}", render(
                 "partition/tagged_rows.sql.j2", target=tagged, relation=relation, id=id_column,
@@ -83,13 +62,12 @@ def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Metho
         hierarchies = tuple(t[-1] for t in HIERARCHY_TABLES if backend.scratch_exists(t))
         for name in hierarchies:
             spark.table(name).coalesce(1).write.parquet(str(folder / "hierarchy" / name))
-        task = _Task(str(folder), job, params, roles, hierarchies, tuple(fragments.sizes),
-                     tuple(fragments.domains.items()))
+        task = Task(str(folder), job, params, tuple(roles), hierarchies, tuple(fragments.sizes),
+                    tuple(fragments.domains.items()))
+        progress(PHASE, 0, fragments.count)
         done = _in_tasks(spark, task, fragments.count)
-        for r in done:
-            if r["error"] is not None:     # the method's own error (infeasible k, bad input), as on DuckDB
-                kind, _, message = r["error"].partition(": ")
-                raise getattr(errors, kind, AnonDuckError)(f"fragment {r['fragment']} of {fragments.count}: {message}")
+        progress(PHASE, fragments.count, fragments.count)
+        raise_refusal(done, fragments.count)
         tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle, sums=tuple(sums))
                   for suffix, shuffle, sums in json.loads(done[0]["tables"])]
         for t in tables:
@@ -113,9 +91,10 @@ def _scratch_folder(spark: Any) -> Path:
     return folder
 
 
-def _in_tasks(spark: Any, task: _Task, count: int) -> list[dict[str, Any]]:
-    """Fragments 0 .. count - 1, each run by :func:`_run_fragment` in a task of its own, as many
-    at a time as the executors have cores; their answers in fragment order. The fragments are
+def _in_tasks(spark: Any, task: Task, count: int) -> list[dict[str, Any]]:
+    """Fragments 0 .. count - 1, each run by
+    :func:`~anon_duck.backend.fragment_task.run_fragment` in a task of its own, as many at a time
+    as the executors have cores; their answers in fragment order. The fragments are
     the partitions of an RDD made with one partition each: nothing is shuffled, so adaptive
     query execution has no small shuffle to coalesce (a ``groupBy(fragment).applyInPandas`` ran
     every fragment in one task with it on, issue #31). The jobs run in the job group
@@ -124,39 +103,7 @@ def _in_tasks(spark: Any, task: _Task, count: int) -> list[dict[str, Any]]:
     previous = context.getLocalProperty("spark.jobGroup.id")
     context.setJobGroup(JOB_GROUP, f"anon_duck: {count} fragments, one task each")
     try:
-        done = context.parallelize(range(count), count).map(functools.partial(_run_fragment, task)).collect()
+        done = context.parallelize(range(count), count).map(functools.partial(run_fragment, task)).collect()
     finally:
         context.setLocalProperty("spark.jobGroup.id", previous)
     return sorted(done, key=lambda r: r["fragment"])
-
-
-def _run_fragment(task: _Task, f: int) -> dict[str, Any]:
-    """One executor task: fragment ``f`` anonymized on its own in-memory DuckDB; its staged
-    tables go to Parquet files, its facts come back as JSON, a method's refusal as its error."""
-    folder = Path(task.folder)
-    with duckdb.connect() as con:
-        backend = DuckDBBackend(con, threads=1)
-        for name in task.hierarchies:
-            backend.load_file(f"partition: hierarchy {name}", scratch(name.removeprefix("_ad_")),
-                              str(folder / "hierarchy" / name / "*.parquet"), "parquet", [])
-        tables = {}
-        for role in task.roles:
-            rows_of = folder / role / f"_fragment={f}"
-            source = rows_of if rows_of.is_dir() else folder / "empty" / role
-            tables[role] = scratch(role)
-            backend.load_file(f"partition: {role} of fragment {f}", tables[role], str(source / "*.parquet"),
-                              "parquet", [])
-        inputs = Inputs(tables["input"], task.sizes[f], tables.get("codes"), tables.get("events"), fragment=True,
-                        domains=dict(task.domains))
-        method = get_method(task.job.method)
-        try:
-            staged = method.anonymize(backend, task.job, inputs, task.params, lambda *_: None)
-        except AnonDuckError as err:
-            return {"fragment": f, "facts": None, "tables": None, "error": f"{type(err).__name__}: {err}"}
-        for t in staged.tables:
-            out = folder / "out" / t.suffix
-            out.mkdir(parents=True, exist_ok=True)
-            backend.run(f"partition: write {t.suffix}", render("partition/write_fragment.sql.j2", source=t.staged,
-                                                               fragment=f), {"path": str(out / f"{f}.parquet")})
-    return {"fragment": f, "facts": json.dumps(staged.facts),
-            "tables": json.dumps([(t.suffix, t.shuffle, t.sums) for t in staged.tables]), "error": None}
