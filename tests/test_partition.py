@@ -137,6 +137,17 @@ def test_artuc_partitioned_union_is_kkm_anonymous(con):
     assert all(c.passed for c in api.verify(con, job))
 
 
+def test_the_whole_inputs_numeric_domains_are_read_once(con):
+    """partition.anonymize reads each numeric QI's (min, max) once, for the box lead and every
+    fragment (ArtUC's Step 1 on the whole input read them again, before)."""
+    from anon_duck.sqlrender import recording
+    job = _sized(_copies(con, load_job(JOBS / "artuc_toy.toml"), 5), 10)
+    with recording() as rendered:
+        assert api.run(con, job).verified
+    numeric = [q.column for q in job.dataset.qis if q.kind == "numeric"]
+    assert numeric and [name for name, _ in rendered].count("metrics/domain.sql.j2") == len(numeric)
+
+
 def _artuc_grid_job(con, persons, pairs, size):
     """ArtUC (k = 3, m = 2) of ``persons`` [(pid, gender, age)] and ``pairs`` [(pid, 3-digit
     ICD-9 code)], UC grid: 50-year age bands, gender at "All", ICD-9 chapters; cut at ``size``."""
@@ -187,10 +198,12 @@ def _fragment_of(con, job, then=None):
     """ArtUC's fragments of ``job`` (its box lead, the ``sort`` rule) and each person's
     fragment; ``then(backend, inputs, fragments)`` runs in the same session, beside them."""
     from anon_duck.methods import get_method
+    from anon_duck.partition.fragments import domains
     method = get_method(job.method)
     with session(con, job) as backend:
         inputs = prepare(backend, job)
-        lead = method.partitioning.lead(backend, job, inputs, method.check_params(job))
+        inputs = dataclasses.replace(inputs, domains=domains(backend, job, inputs))     # as partition.anonymize
+        lead = method.partitioning.lead(method, backend, job, inputs, method.check_params(job))
         frag = fragment(backend, job, inputs, job.settings.partition_size, "sort", lambda *_: None, lead)
         if then is not None:
             then(backend, inputs, frag)

@@ -86,7 +86,7 @@ class Partitioning:
     ``mean``; :func:`anon_duck.partition.union.combine_facts`). ``check(backend, job, inputs,
     params)``, when given, checks on the whole input, before the cut, what a fragment cannot
     tell (a code the job names occurs in the input, though maybe not in every fragment).
-    ``lead(backend, job, inputs, params)``, when given, stages on the whole input a relation
+    ``lead(method, backend, job, inputs, params)``, when given, stages on the whole input a relation
     (id VARCHAR, ...) and names its column whose value leads the ``sort`` rule's order: the
     persons the method never puts in one group apart (ArtUC's constraint boxes) then fall in
     as few fragments as the sizes allow."""
@@ -95,7 +95,7 @@ class Partitioning:
     ids: Mapping[str, tuple[tuple[str, str], ...]]
     facts: Mapping[str, str] = field(default_factory=dict)
     check: Callable[[Backend, Job, Inputs, Any], None] | None = None
-    lead: Callable[[Backend, Job, Inputs, Any], tuple[tuple[str, ...], str]] | None = None
+    lead: Callable[[Any, Backend, Job, Inputs, Any], tuple[tuple[str, ...], str]] | None = None
 
 
 @dataclass

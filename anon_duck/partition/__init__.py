@@ -18,6 +18,7 @@ holds per cluster, so a union of disjoint releases keeps it) can run partitioned
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..backend.base import Backend
@@ -25,7 +26,7 @@ from ..errors import JobError
 from ..inputs import Inputs
 from ..job import Job
 from ..methods.base import Method, Partitioning, Progress, ReleaseTable, Staged
-from .fragments import Fragments, fragment, restrict, tag
+from .fragments import Fragments, domains, fragment, restrict, tag
 from .union import collect, combine_facts, renumber, union_table
 
 
@@ -55,7 +56,9 @@ def anonymize(backend: Backend, job: Job, method: Method, inputs: Inputs, params
     partitioning: Partitioning = method.partitioning    # check() refused a method without one
     if partitioning.check is not None:
         partitioning.check(backend, job, inputs, params)
-    lead = partitioning.lead(backend, job, inputs, params) if partitioning.lead is not None else None
+    # the whole input's numeric domains, read once: the lead's boxes and every fragment's NCP use them
+    inputs = dataclasses.replace(inputs, domains=domains(backend, job, inputs))
+    lead = partitioning.lead(method, backend, job, inputs, params) if partitioning.lead is not None else None
     fragments = fragment(backend, job, inputs, size, partitioning.split, progress, lead)
     if fragments.count == 1:
         staged = method.anonymize(backend, job, inputs, params, progress)

@@ -100,11 +100,12 @@ def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, 
         codes=inputs.codes if split == "sort" else None, events=inputs.events if split == "sort" else None),
         {"fragments": count, "n": n})
     sizes = backend.fetch("partition: sizes", render("partition/fragment_sizes.sql.j2", fragments=FRAGMENTS))
-    return Fragments(FRAGMENTS, [int(v) for v in sizes["persons"]], rounds, domains(backend, job, inputs))
+    return Fragments(FRAGMENTS, [int(v) for v in sizes["persons"]], rounds, inputs.domains)
 
 
 def domains(backend: Backend, job: Job, inputs: Inputs) -> dict[str, tuple[float, float]]:
-    """The (min, max) of each numeric quasi-identifier over the whole input."""
+    """The (min, max) of each numeric quasi-identifier over the whole input (what
+    :func:`fragment` hands on as :attr:`Fragments.domains` when ``inputs`` carries it)."""
     out = {}
     for q in job.dataset.qis:
         if q.kind == "numeric":

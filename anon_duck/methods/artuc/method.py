@@ -35,7 +35,8 @@ from .staging import (LINK, OUT_CLASSES, OUT_RECORD_TOKENS, OUT_RECORDS, OUT_REL
 _RESERVED = ("record", "class", "codes")
 
 
-def _boxes_of_persons(backend: Backend, job: Job, inputs: Inputs, params: ArtUCParams) -> tuple[tuple[str, ...], str]:
+def _boxes_of_persons(method: "ArtUCMethod", backend: Backend, job: Job, inputs: Inputs,
+                      params: ArtUCParams) -> tuple[tuple[str, ...], str]:
     """The leading key of ArtUC's fragments: each person's constraint box (Step 1 on the whole
     input, by the job's own variant). ArtUC forms and merges clusters only inside a box, so a
     fragment holding whole boxes, or long runs of one, keeps the merge partners the
@@ -43,9 +44,6 @@ def _boxes_of_persons(backend: Backend, job: Job, inputs: Inputs, params: ArtUCP
     month first on INFORMS, which UC1 leaves at "*"), every fragment held a sliver of every box,
     and a box with one cluster in a fragment ended that fragment's merging (docs/scale.md:
     91.0 % of the (person, code) pairs suppressed at 5,000 against 63.5 % unpartitioned)."""
-    from .. import get_method
-    method = get_method(job.method)
-    assert isinstance(method, ArtUCMethod)
     method._prepare_constraints(backend, job, inputs, params, uc.qi_infos(backend, job, inputs))
     return uc.RECORD_BOX, "box"
 
