@@ -631,3 +631,33 @@ def test_random_releases_keep_every_code(con, tmp_path, seed):
     singles = {c for c, n in Counter(c for _, c in rows).items() if n == 1}
     items = {c for (c,) in con.execute("SELECT code FROM rnd_item_chunks").fetchall()}
     assert len(singles) >= 5 and singles <= items
+
+
+def test_expected_counts_in_batches_give_the_one_batch_answers(con, monkeypatch):
+    """report.expected_are joins each query's codes with the subrecords holding them; on a
+    dense input all queries at once ran out of memory (100K persons of the OMOP-shaped CDM
+    under 4 GB), so the queries go in batches bounded by their codes' supports. Every query
+    its own batch gives the same ARE as one batch for all."""
+    from anon_duck.methods.disassociation import report
+    job = load_job(JOBS / "disassociation_toy.toml").with_params(reconstructions=0)
+    anon_duck.run(con, job)
+    batches = []
+    real = report._batches
+
+    def counted(rows):
+        batches.append(real(rows, report.EXPECTED_BATCH_ROWS))
+        return batches[-1]
+    monkeypatch.setattr(report, "_batches", counted)
+    whole = anon_duck.report(con, job)["are"]
+    monkeypatch.setattr(report, "EXPECTED_BATCH_ROWS", 1)
+    one_each = anon_duck.report(con, job)["are"]
+    assert [len(b) for b in batches[:2]] == [1, 1] and all(len(b) > 1 for b in batches[2:])
+    assert one_each["W1"]["expected"] == whole["W1"]["expected"] and whole["W1"]["expected"]["queries"] > 1
+    assert one_each["W2"]["expected"] == whole["W2"]["expected"]
+
+
+def test_batches_cut_consecutive_qids_within_the_budget():
+    from anon_duck.methods.disassociation.report import _batches
+    assert _batches(np.array([3, 3, 3, 9, 1])) == [(0, 4)]
+    assert _batches(np.array([3, 3, 3, 9, 1]), budget=6) == [(0, 1), (2, 2), (3, 3), (4, 4)]
+    assert _batches(np.array([5]), budget=1) == [(0, 0)]

@@ -158,7 +158,8 @@ def _expected_counts(b, tables, queries, mode) -> dict[int, float]:
     r = b.fetch("test", render("disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE,
                                clusters=tables["clusters"], record_chunks=tables["record_chunks"],
                                shared_chunks=tables["shared_chunks"], shared_scope=tables["shared_scope"],
-                               item_chunks=tables["item_chunks"], mode=mode), {"k": 3} if mode == "below_k" else None)
+                               item_chunks=tables["item_chunks"], mode=mode),
+                {"lo": 0, "hi": len(queries) - 1, **({"k": 3} if mode == "below_k" else {})})
     return dict(zip(r["qid"].tolist(), r["e_count"].tolist()))
 
 
