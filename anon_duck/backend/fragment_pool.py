@@ -10,7 +10,8 @@ stdout. The driver hands the next fragment to whichever worker answers first. Wo
 started as fresh interpreters (not forked: the driver's DuckDB has threads running, and a
 spawned ``multiprocessing`` child would re-run a caller's unguarded script), and everything a
 worker writes besides its answers goes to a log file in the task's folder, whose tail a
-failure quotes.
+failure quotes. A worker whose driver is killed outright sees its stdin close and exits after
+the fragment in hand.
 """
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def run_fragments(task: Task, count: int, workers: int,
         pickle.dump(task, out)
     pending = iter(range(count))
     done: list[dict[str, Any]] = []
-    pool = [_Worker(folder, i) for i in range(max(1, min(workers, count)))]
+    pool: list[_Worker] = []
     try:
+        for i in range(max(1, min(workers, count))):
+            pool.append(_Worker(folder, i))
         with selectors.DefaultSelector() as waiting:
             for worker in pool:
                 waiting.register(worker.proc.stdout, selectors.EVENT_READ, worker)
