@@ -1,8 +1,6 @@
 """Shared test fixtures: paths, a fresh in-memory DuckDB per test, job loading."""
 from __future__ import annotations
 
-import os
-import shlex
 from pathlib import Path
 
 import duckdb
@@ -20,16 +18,6 @@ JOBS = FIXTURES / "jobs"
 # constraints (the same code path, 10-15 s each), and uc1 stands for them
 ALL_JOBS = [p for p in sorted(JOBS.glob("*.toml")) if not p.name.startswith("artuc_informs_uc") or
             p.name == "artuc_informs_uc1.toml"]
-
-# Every Spark JVM the tests start (the Spark modules' sessions, the CLI's in subprocesses, the
-# bench's) JIT-compiles with C1 only and collects with the serial collector: its queries are
-# tiny, so C2's compilations and the parallel collector's threads cost more CPU than they save.
-# Three toy runs on a fresh local[2] session took 97-100 s of JVM CPU, 60 s with these options.
-# Test sessions only (pyspark reads PYSPARK_SUBMIT_ARGS when it starts a JVM); a value set
-# already is kept.
-SPARK_TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf " + shlex.quote(
-    f"spark.driver.defaultJavaOptions={SPARK_TEST_JVM_OPTIONS}") + " pyspark-shell")
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from anon_duck.scratch import scratch
 from anon_duck.sqlrender import environment, render
 from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
-from conftest import JOBS, SPARK_TEST_JVM_OPTIONS
+from conftest import JOBS
 from sparktest import copied_to_duckdb, copy_to_spark, local_spark, same, verdicts
 
 
@@ -31,15 +31,6 @@ from sparktest import copied_to_duckdb, copy_to_spark, local_spark, same, verdic
 def spark(tmp_path_factory):
     with local_spark(tmp_path_factory) as backend:
         yield backend
-
-
-def test_the_test_sessions_jvm_runs_with_the_suites_options(spark):
-    """The JVM options tests/conftest.py gives every Spark JVM of the suite reached this one (the
-    CPU they save is measured there); the product's own driver options are kept beside them."""
-    arguments = list(spark.spark.sparkContext._jvm.java.lang.management.ManagementFactory
-                     .getRuntimeMXBean().getInputArguments())
-    assert set(SPARK_TEST_JVM_OPTIONS.split()) <= set(arguments)
-    assert any(a.startswith("-Dderby.system.home=") for a in arguments)
 
 
 def test_generic_verifiers_and_risk_give_the_same_numbers(spark):
