@@ -3,6 +3,8 @@ releases and numbers between engines (tests/test_spark.py, tests/test_spark_engi
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 import shutil
 from typing import Any, Iterator
 
@@ -31,6 +33,22 @@ def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield SparkBackend(session)
     finally:
         session.stop()
+
+
+# A Spark JVM that lives a minute or two (the CLI's, started by a test in a subprocess) spends
+# much of its CPU compiling with C2 and in the parallel collector's threads: with C1 only and the
+# serial collector, three toy runs on a fresh local[2] session took 60 s of JVM CPU, not 97-100 s.
+# A module's session lives for many minutes, where C2's code pays back: seven toy runs three times
+# over took 392 s of JVM CPU by default and 491 s with these options (the later rounds 110-114 s
+# against 165-177 s), so the module sessions above keep Spark's defaults.
+SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def short_jvm_env() -> dict[str, str]:
+    """This process's environment for a child that starts a short-lived Spark JVM: pyspark
+    passes PYSPARK_SUBMIT_ARGS to spark-submit, here with :data:`SHORT_JVM_OPTIONS`."""
+    options = shlex.quote(f"spark.driver.defaultJavaOptions={SHORT_JVM_OPTIONS}")
+    return {**os.environ, "PYSPARK_SUBMIT_ARGS": f"--conf {options} pyspark-shell"}
 
 
 def copy_to_spark(con: duckdb.DuckDBPyConnection, spark: Any, name: tuple[str, ...] | str) -> None:

@@ -2,6 +2,7 @@
 either the previous release or none — never a partial one, never scratch tables."""
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,20 +35,31 @@ def _interrupted(stage: str, *args: str, delay: float = 0) -> subprocess.Complet
                           timeout=300)
 
 
+@pytest.fixture(scope="module")
+def earlier_release(tmp_path_factory) -> tuple[Path, dict[str, list]]:
+    """A database file holding the release an earlier, completed ``anon-duck run`` published,
+    and every row of it: made once for the module, each test interrupts a run on a copy."""
+    db = tmp_path_factory.mktemp("earlier") / "t.duckdb"
+    assert subprocess.run([sys.executable, "-m", "anon_duck", "run", ADULT, "--db", str(db)]).returncode == 0
+    with duckdb.connect(str(db)) as con:
+        published = user_tables(con)
+        before = {t: con.execute(f'SELECT * FROM "{t}"').fetchall() for t in sorted(published)}
+    assert published == RELEASE and not db.with_name(db.name + ".wal").exists()
+    return db, before
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("stage", "earlier"), [(stage, earlier) for stage in STAGES for earlier in (False, True)
                                                 if earlier or stage != "publish: drop"])   # drops the earlier one
-def test_ctrl_c_at_every_stage_exits_130_and_leaves_no_partial_release(tmp_path, stage, earlier):
+def test_ctrl_c_at_every_stage_exits_130_and_leaves_no_partial_release(tmp_path, request, stage, earlier):
     """Ctrl-C at each named stage of a run (start-up included) ends it with exit 130 and
     "nothing was published", and leaves the database as it was: no release, or the earlier
     release whole. Deterministic: the signal is sent as the stage's first statement starts."""
     db = str(tmp_path / "t.duckdb")
     if earlier:
-        assert subprocess.run([sys.executable, "-m", "anon_duck", "run", ADULT, "--db", db]).returncode == 0
-        with duckdb.connect(db) as con:
-            published = user_tables(con)
-            before = {t: con.execute(f'SELECT * FROM "{t}"').fetchall() for t in sorted(published)}
-        assert published == RELEASE
+        source, before = request.getfixturevalue("earlier_release")
+        shutil.copyfile(source, db)
+        published = set(before)
     proc = _interrupted(stage, "run", ADULT, "--db", db)
     assert f"interrupting at {stage}" in proc.stderr
     assert proc.returncode == 130, proc.stderr[-3000:]

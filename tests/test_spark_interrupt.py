@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import JOBS
+from sparktest import short_jvm_env
 
 
 @pytest.mark.slow
@@ -24,11 +25,11 @@ def test_ctrl_c_while_publishing_on_spark_leaves_no_staged_table(tmp_path):
     warehouse = tmp_path / "wh"
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("interrupt_at.py")), "publish: rename", "0",
                            "run", str(JOBS / "toy_fulldomain.toml"), "--engine", "spark", "--db", str(warehouse)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=short_jvm_env())
     assert "interrupting at publish: rename" in proc.stderr
     assert proc.returncode == 130 and "interrupted; nothing was published" in proc.stderr, proc.stderr[-3000:]
     listing = subprocess.run([sys.executable, "-c", "import sys; from anon_duck.backend.spark import spark_session; "
                               "s = spark_session(sys.argv[1]); print(sorted(t.name for t in s.catalog.listTables()))",
-                              str(warehouse)], capture_output=True, text=True, timeout=600)
+                              str(warehouse)], capture_output=True, text=True, timeout=600, env=short_jvm_env())
     assert listing.returncode == 0, listing.stderr[-3000:]
     assert listing.stdout.strip().splitlines()[-1] == "[]"     # no staged table, no release
