@@ -1,7 +1,7 @@
 """Partitioned anonymization on DuckDB (the ``anonymize_fragments`` capability of the backend
-a caller's connection gets, backend/base.py): the fragments run in worker processes, as many at a time as the run's DuckDB
-has threads (at most the machine's cores), each on an in-memory DuckDB of its own
-(docs/scale.md, "Memory and cores").
+a caller's connection gets, backend/base.py): the fragments run in worker processes, as many
+at a time as the run's DuckDB has threads (at most the machine's cores), each on an in-memory
+DuckDB of its own (docs/scale.md, "Memory and cores on one machine").
 
 The driver writes the inputs' rows as Parquet partitioned by fragment, an empty file per role
 and the hierarchy tables into a temporary folder (the layout of
@@ -90,16 +90,15 @@ def anonymize_in_processes(backend: DuckDBBackend, job: Job, method: Method, inp
             backend.run(f"partition: columns of {role}", render(
                 "partition/write_table.sql.j2", relation=relation, empty=True,
                 path=str(folder / "empty" / role / "empty.parquet")))
-        hierarchies = tuple(t[-1] for t in HIERARCHY_TABLES if backend.scratch_exists(t))
-        for table in HIERARCHY_TABLES:
-            if table[-1] in hierarchies:
-                (folder / "hierarchy" / table[-1]).mkdir(parents=True)
-                backend.run(f"partition: hierarchy {table[-1]}", render(
-                    "partition/write_table.sql.j2", relation=table, empty=False,
-                    path=str(folder / "hierarchy" / table[-1] / "rows.parquet")))
+        hierarchies = [t for t in HIERARCHY_TABLES if backend.scratch_exists(t)]
+        for table in hierarchies:
+            (folder / "hierarchy" / table[-1]).mkdir(parents=True)
+            backend.run(f"partition: hierarchy {table[-1]}", render(
+                "partition/write_table.sql.j2", relation=table, empty=False,
+                path=str(folder / "hierarchy" / table[-1] / "rows.parquet")))
         share = backend.memory_limit() // n
-        task = Task(str(folder), job, params, tuple(roles), hierarchies, tuple(fragments.sizes),
-                    tuple(fragments.domains.items()), memory_limit=f"{share}B")
+        task = Task(str(folder), job, params, tuple(roles), tuple(t[-1] for t in hierarchies),
+                    tuple(fragments.sizes), tuple(fragments.domains.items()), memory_limit=f"{share}B")
         done = run_fragments(task, fragments.count, n, progress)
         raise_refusal(done, fragments.count)
         tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle, sums=tuple(sums))
