@@ -209,13 +209,14 @@ def sweep(con: Connection, job: Job, param: str, values: Sequence[Any], *, progr
     return sweep_document(job, param, points)
 
 
-def export(con: Connection, job: Job, to: str | Path) -> list[Path]:
-    """Write only the release tables and return the files written. ``to`` is what is created,
-    and its suffix (any case) picks the format: a new folder of Parquet files (``release/`` or
-    ``release.parquet``), a new folder of CSV files (``release.csv``), or a new DuckDB file
-    (``release.duckdb``/``.db``); all or nothing, never over an earlier export (release/export.py)."""
+def export(con: Connection, job: Job, to: str | Path, *, views: bool = True) -> list[Path]:
+    """Write only the release tables and its analyst views (``views=False``: the tables alone)
+    and return the files written. ``to`` is what is created, and its suffix (any case) picks
+    the format: a new folder of Parquet files (``release/`` or ``release.parquet``), a new
+    folder of CSV files (``release.csv``), or a new DuckDB file (``release.duckdb``/``.db``);
+    all or nothing, never over an earlier export (release/exports.py)."""
     with session(con, job) as backend:
-        return release.export(backend, job, to)
+        return release.export(backend, job, to, views=views)
 
 
 def inspect(con: Connection, job: Job) -> dict[str, Any]:

@@ -101,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     e = job_cmd("export", "write only the release tables (Parquet/CSV folder or a new .duckdb file)", _export)
     e.add_argument("--to", required=True, type=Path,
                    help="a new folder (PATH, PATH.parquet: Parquet files; PATH.csv: CSV files) or a new file.duckdb")
+    e.add_argument("--no-views", dest="views", action="store_false",
+                   help="the release tables only, not the analyst views (disassociation's support view of a "
+                        "large dense release is billions of rows: docs/analyst.md)")
     i = job_cmd("inspect", "profile the input: rows, distinct values per QI, current k, codes", _inspect)
     i.add_argument("--json", action="store_true", help="print JSON")
     m = sub.add_parser("methods", help="list the methods a job's method.name can name")
@@ -270,7 +273,7 @@ def _risk(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     job = load_job(args.job)
     with _connect(args, read_only=True) as con:
-        written = api.export(con, job, args.to)
+        written = api.export(con, job, args.to, views=args.views)
     for path in written:
         print(path)
     print(f"(export of release {job.release.name}: {len(written)} file(s) in {args.to})")

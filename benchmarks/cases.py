@@ -211,16 +211,16 @@ def _timed_run(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
             "published_rows": published, **figures}
 
 
-def peak_then_digest(con: duckdb.DuckDBPyConnection, job: Job) -> dict[str, Any]:
+def peak_then_digest(con: duckdb.DuckDBPyConnection, job: Job, *, views: bool = True) -> dict[str, Any]:
     """``peak_rss_mb``, this process's peak RSS so far, then ``release``, the release's digest
     (:func:`release_digest`), for a case to call right after its measured work: the digest
     exports the release, untimed and without the case's memory_limit, so the peak must be read
     before it to be the measured work's."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"peak_rss_mb": peak, "release": release_digest(con, job)}
+    return {"peak_rss_mb": peak, "release": release_digest(con, job, views=views)}
 
 
-def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
+def release_digest(con: duckdb.DuckDBPyConnection, job: Job, *, views: bool = True) -> str:
     """The first 16 hex digits of the SHA-256 of the release as ``anon-duck export`` writes it
     (CSV files: names and bytes, the metadata table left out since it names the version): the
     suite compares it with the digest a target pins, so a speed-up that changed the release
@@ -228,16 +228,17 @@ def release_digest(con: duckdb.DuckDBPyConnection, job: Job) -> str:
     # DuckDB's default memory_limit: under a 1GB cap its writers fail on ArtUC's 1.6 GB of code-set
     # text (docs/artuc.md, Memory); the digest is untimed and comes after the case's peak RSS
     con.execute(render("engines/duckdb/set_setting.sql.j2", name="memory_limit", value=None))
-    return export_digest(con, job)
+    return export_digest(con, job, views=views)
 
 
-def export_digest(con: Any, job: Job) -> str:
+def export_digest(con: Any, job: Job, *, views: bool = True) -> str:
     """:func:`release_digest` on any engine's connection (a SparkSession too: ``export`` writes
-    the same files from every engine, so equal digests mean the same release)."""
+    the same files from every engine, so equal digests mean the same release). ``views=False``:
+    of the release tables alone (the views are computed from them)."""
     from anon_duck import api
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
-        for path in sorted(api.export(con, job, Path(tmp) / "release.csv")):
+        for path in sorted(api.export(con, job, Path(tmp) / "release.csv", views=views)):
             if path.stem != f"{job.release.name}_meta":
                 h.update(path.name.encode())
                 h.update(path.read_bytes())

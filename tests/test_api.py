@@ -195,7 +195,10 @@ def test_export_writes_only_release_tables(con, job_file, tmp_path):
                                                                          "toy_k2"}
     csv = anon_duck.export(con, job, tmp_path / "csv_out.csv")
     assert all(p.suffix == ".csv" and p.parent.name == "csv_out.csv" and p.exists() for p in csv)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["csv_out.csv", "out", "rel.duckdb"]   # no partial left
+    tables = anon_duck.export(con, job, tmp_path / "tables", views=False)     # the analyst view toy_k2 left out
+    assert sorted(p.name for p in tables) == sorted(p.name for p in (tmp_path / "tables").iterdir()) == \
+        ["toy_k2_meta.parquet", "toy_k2_qi_retention.parquet", "toy_k2_release.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["csv_out.csv", "out", "rel.duckdb", "tables"]  # no partial left
 
 
 def test_export_never_overwrites_and_leaves_nothing_on_failure(con, job_file, tmp_path, monkeypatch):

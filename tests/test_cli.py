@@ -25,6 +25,8 @@ def test_run_verify_report_export_inspect(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["method"] == "fulldomain"
     assert main(["export", TOY, "--db", db, "--to", str(tmp_path / "out")]) == 0
     assert "toy_k2_release.parquet" in capsys.readouterr().out
+    assert main(["export", TOY, "--db", db, "--to", str(tmp_path / "tables"), "--no-views"]) == 0
+    assert "toy_k2.parquet" not in capsys.readouterr().out and (tmp_path / "tables" / "toy_k2_release.parquet").exists()
     assert main(["inspect", TOY, "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 12
 

@@ -633,31 +633,38 @@ def test_random_releases_keep_every_code(con, tmp_path, seed):
     assert len(singles) >= 5 and singles <= items
 
 
-def test_expected_counts_in_batches_give_the_one_batch_answers(con, monkeypatch):
+def test_expected_counts_in_slices_give_the_one_slice_answers(con, monkeypatch):
     """report.expected_are joins each query's codes with the subrecords holding them; on a
     dense input all queries at once ran out of memory (100K persons of the OMOP-shaped CDM
-    under 4 GB), so the queries go in batches bounded by their codes' supports. Every query
-    its own batch gives the same ARE as one batch for all."""
+    under 4 GB), and batches of queries that each read the whole release were quadratic in
+    the persons. So the sum over clusters is taken one slice of clusters at a time: a slice
+    per cluster gives the same ARE as one slice for all."""
     from anon_duck.methods.disassociation import report
     job = load_job(JOBS / "disassociation_toy.toml").with_params(reconstructions=0)
     anon_duck.run(con, job)
-    batches = []
-    real = report._batches
+    cut = []
+    real = report._slices
 
-    def counted(rows):
-        batches.append(real(rows, report.EXPECTED_BATCH_ROWS))
-        return batches[-1]
-    monkeypatch.setattr(report, "_batches", counted)
+    def counted(clusters, rows, budget):
+        cut.append(real(clusters, rows, budget))
+        return cut[-1]
+    monkeypatch.setattr(report, "_slices", counted)
     whole = anon_duck.report(con, job)["are"]
     monkeypatch.setattr(report, "EXPECTED_BATCH_ROWS", 1)
-    one_each = anon_duck.report(con, job)["are"]
-    assert [len(b) for b in batches[:2]] == [1, 1] and all(len(b) > 1 for b in batches[2:])
-    assert one_each["W1"]["expected"] == whole["W1"]["expected"] and whole["W1"]["expected"]["queries"] > 1
-    assert one_each["W2"]["expected"] == whole["W2"]["expected"]
+    each = anon_duck.report(con, job)["are"]
+    n_clusters = con.execute("SELECT count(*) FROM toy_dis_clusters").fetchone()[0]
+    assert [len(c) for c in cut] == [1, 1, n_clusters, n_clusters] and n_clusters > 1
+    for name in ("W1", "W2"):
+        assert each[name]["expected"]["queries"] == whole[name]["expected"]["queries"] > 1
+        assert each[name]["expected"]["are"] == pytest.approx(whole[name]["expected"]["are"], rel=1e-12)
 
 
-def test_batches_cut_consecutive_qids_within_the_budget():
-    from anon_duck.methods.disassociation.report import _batches
-    assert _batches(np.array([3, 3, 3, 9, 1])) == [(0, 4)]
-    assert _batches(np.array([3, 3, 3, 9, 1]), budget=6) == [(0, 1), (2, 2), (3, 3), (4, 4)]
-    assert _batches(np.array([5]), budget=1) == [(0, 0)]
+def test_slices_cut_consecutive_clusters_by_their_records():
+    from anon_duck.methods.disassociation.report import _slices
+    clusters = {"cluster_id": np.array([4, 1, 2, 3]), "n_records": np.array([2, 6, 2, 2])}
+    assert _slices(clusters, rows=10, budget=100) == [(1, 4)]
+    assert _slices(clusters, rows=200, budget=100) == [(1, 1), (2, 4)]    # half the records each
+    assert _slices(clusters, rows=400, budget=100) == [(1, 1), (2, 2), (3, 4)]   # a cluster is never cut
+    assert _slices({**clusters, "n_records": np.ones(4, dtype=int)}, rows=10 ** 9, budget=1) == \
+        [(1, 1), (2, 2), (3, 3), (4, 4)]
+    assert _slices({"cluster_id": np.array([], dtype=int), "n_records": np.array([], dtype=int)}, 5, 1) == []

@@ -11,7 +11,7 @@ from anon_duck.errors import InputError, JobError
 from anon_duck.job import load_job
 from anon_duck.methods.disassociation.cba import code_blocks
 from anon_duck.methods.disassociation.encoding import CODE, encode
-from anon_duck.methods.disassociation.report import RECON, reconstruct
+from anon_duck.methods.disassociation.report import RECON, expected_counts, reconstruct
 from anon_duck.methods.disassociation.workload import WORKLOAD, write_workload
 from anon_duck.verifiers.disassociation import audit_cba
 
@@ -115,7 +115,7 @@ def test_expected_count_is_the_mean_of_reconstructions(con, mode):
                 ["296.00", "692.71", "401.0"], ["480.1", "295.04"])]
     n = 400
     reconstruct(b, tables, seed=3, n=n, k=3, mode=mode)
-    expected = _expected_counts(b, tables, queries, mode)
+    expected = _expected_counts(b, rec, tables, queries, mode)
     write_workload(b, queries)
     mc = dict(con.execute(f"""
         SELECT qid, count(*) / {n} FROM (
@@ -145,22 +145,17 @@ def test_expected_counts_are_the_digest_f11_table(con, refine):
     anon_duck.run(con, job)
     b = DuckDBBackend(con)
     tables = _tables("toy_dis", ("clusters", "record_chunks", "shared_chunks", "shared_scope", "item_chunks"))
-    idx = encode(b, ("main", "toy"), "pid", _toy_codes(con)).index_of()
-    got = _expected_counts(b, tables, [tuple(sorted(idx[c] for c in q)) for q, _, _ in F11_EXPECTED_COUNTS],
+    rec = encode(b, ("main", "toy"), "pid", _toy_codes(con))
+    idx = rec.index_of()
+    got = _expected_counts(b, rec, tables, [tuple(sorted(idx[c] for c in q)) for q, _, _ in F11_EXPECTED_COUNTS],
                            "uniform")
     want = [refined if refine else fig4 for _, fig4, refined in F11_EXPECTED_COUNTS]
     assert [got[q] for q in range(len(want))] == pytest.approx(want, abs=1e-12)
 
 
-def _expected_counts(b, tables, queries, mode) -> dict[int, float]:
-    from anon_duck.sqlrender import render
-    write_workload(b, queries)
-    r = b.fetch("test", render("disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE,
-                               clusters=tables["clusters"], record_chunks=tables["record_chunks"],
-                               shared_chunks=tables["shared_chunks"], shared_scope=tables["shared_scope"],
-                               item_chunks=tables["item_chunks"], mode=mode),
-                {"lo": 0, "hi": len(queries) - 1, **({"k": 3} if mode == "below_k" else {})})
-    return dict(zip(r["qid"].tolist(), r["e_count"].tolist()))
+def _expected_counts(b, rec, tables, queries, mode) -> dict[int, float]:
+    expected = expected_counts(b, tables, rec, queries, write_workload(b, queries), mode=mode, k=3)
+    return dict(enumerate(expected.tolist()))
 
 
 def test_report_compares_with_cba_on_identical_queries(con):

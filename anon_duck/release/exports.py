@@ -18,14 +18,16 @@ from .names import ReleaseNames
 from .order import chunk_budget, copy_chunks, copy_in_order
 
 
-def export(engine: Backend, job: Job, to: str | Path) -> list[Path]:
+def export(engine: Backend, job: Job, to: str | Path, *, views: bool = True) -> list[Path]:
     """Write only the release tables and return the files written. ``to`` is what is created,
     and its suffix (any case) picks the format: a new folder of Parquet files (``release/`` or
     ``release.parquet``), a new folder of CSV files (``release.csv``), or a new DuckDB file
     (``release.duckdb``/``.db``). Never source tables, ids or dropped columns: only the tables
     and analyst views the release's metadata lists, which the publisher built from the staged
     release; every table in release order (sql/lib/release_order.jinja), the same files from
-    every engine.
+    every engine. ``views=False`` leaves the analyst views out: a view is computed when it is
+    read, and disassociation's support view pairs every code of a cluster with every other,
+    billions of rows on a dense release (docs/analyst.md, "What the support view costs").
 
     All or nothing, and never over an earlier export: everything is written into a hidden
     sibling that is renamed into place at the end, and removed if anything fails."""
@@ -39,7 +41,7 @@ def export(engine: Backend, job: Job, to: str | Path) -> list[Path]:
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     release = ReleaseNames.of(job)
     names = [release.table(s) for s in release_tables(engine, job)] + [release.meta] + \
-        previous_release(engine, release).views      # the analyst views, as tables
+        (previous_release(engine, release).views if views else [])     # the analyst views, as tables
     order = _release_order(engine, release)
     with engine.local_copy(names, release.schema or "main") as backend:
         _write_export(backend, names, order, partial, target, fmt, is_db)

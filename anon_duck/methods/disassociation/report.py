@@ -37,6 +37,7 @@ from .policy import build_policy
 from .workload import WORKLOAD, kept_codes, workloads, write_workload
 
 RECON, POLICY = scratch("dis_recon"), scratch("dis_policy")
+RECORD_CODES, SHARED_CODES = scratch("dis_record_codes"), scratch("dis_shared_codes")
 MRE_BINS = ((-math.inf, -0.10), (-0.10, -0.05), (-0.05, -0.025), (-0.025, 0.0), (0.0, 0.025), (0.025, 0.05),
             (0.05, math.inf))
 MRE_BIN_LABELS = ("(-inf,-10%)", "[-10%,-5%)", "[-5%,-2.5%)", "[-2.5%,0%]", "(0%,2.5%)", "[2.5%,5%)", "[5%,inf)")
@@ -78,19 +79,10 @@ def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec: R
     if not queries:
         return {"queries": 0}
     qid = write_workload(backend, queries)
-    n_uniq = int(qid.max()) + 1
-    sql = render("disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE, clusters=tables["clusters"],
-                 record_chunks=tables["record_chunks"], shared_chunks=tables["shared_chunks"],
-                 shared_scope=tables["shared_scope"], item_chunks=tables["item_chunks"], mode=mode)
-    bound = {"k": k} if mode == "below_k" else {}
-    parts = [backend.fetch("disassociation: expected counts", sql, {"lo": lo, "hi": hi, **bound})
-             for lo, hi in _batches(_query_rows(rec, queries, qid, n_uniq))]
-    e = {c: np.concatenate([p[c] for p in parts]) for c in ("qid", "e_count")}
+    expected = expected_counts(backend, tables, rec, queries, qid, mode=mode, k=k)
     c_o = backend.fetch("disassociation: original counts", render(
         "disassociation/original_counts.sql.j2", workload=WORKLOAD, pair=PAIR))
-    expected = np.zeros(n_uniq)
-    expected[e["qid"].astype(int)] = e["e_count"]
-    original = np.zeros(n_uniq)
+    original = np.zeros(expected.size)
     original[c_o["qid"].astype(int)] = c_o["c_o"]
     err = (np.abs(expected - original) / original)[qid]
     out: dict[str, Any] = {"queries": len(queries), "are": float(err.mean())}
@@ -98,6 +90,30 @@ def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec: R
         sizes = np.asarray([len(q) for q in queries])
         out["by_size"] = {int(s): float(err[sizes == s].mean()) for s in np.unique(sizes)}
     return out
+
+
+def expected_counts(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec: Records,
+                    queries: list[tuple[int, ...]], qid: np.ndarray, *, mode: str, k: int) -> np.ndarray:
+    """E[C_A(q)] per distinct query of the written workload (``qid``: :func:`write_workload`),
+    summed one slice of clusters at a time (:func:`_slices`) over the subrecords unnested to
+    the workload's codes once (:file:`sql/disassociation/query_subrecords.sql.j2`)."""
+    n_uniq = int(qid.max()) + 1
+    for target, chunks, shared in ((RECORD_CODES, tables["record_chunks"], False),
+                                   (SHARED_CODES, tables["shared_chunks"], True)):
+        backend.run("disassociation: query subrecords", render(
+            "disassociation/query_subrecords.sql.j2", target=target, workload=WORKLOAD, code=CODE, chunks=chunks,
+            shared=shared))
+    sql = render("disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE, clusters=tables["clusters"],
+                 record_codes=RECORD_CODES, shared_codes=SHARED_CODES, shared_scope=tables["shared_scope"],
+                 item_chunks=tables["item_chunks"], mode=mode)
+    bound = {"k": k} if mode == "below_k" else {}
+    expected = np.zeros(n_uniq)
+    sizes = backend.fetch("disassociation: cluster sizes", render("disassociation/cluster_sizes.sql.j2",
+                                                                  clusters=tables["clusters"]))
+    for lo, hi in _slices(sizes, _query_rows(rec, queries, qid, n_uniq), EXPECTED_BATCH_ROWS):
+        part = backend.fetch("disassociation: expected counts", sql, {"lo": lo, "hi": hi, **bound})
+        np.add.at(expected, part["qid"].astype(np.int64), part["e_count"].astype(float))
+    return expected
 
 
 def _baseline_tables(backend: Backend, job: Job, name: str) -> dict[str, tuple[str, ...]]:
@@ -125,32 +141,37 @@ def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed
 
 
 EXPECTED_BATCH_ROWS = 2_000_000
-"""Subrecord rows one batch of expected_counts.sql.j2 may join (the sum of its queries' codes'
-supports): 1,000 W1 queries on 100K persons of a dense CDM joined about 60M rows at once and
-ran out of a 4 GB memory_limit."""
+"""Subrecord rows one slice of expected_counts.sql.j2 may join (its share of the queries'
+codes' supports): 1,000 W1 queries on 100K persons of a dense CDM joined about 60M rows at
+once and ran out of a 4 GB memory_limit."""
 
 
-def _query_rows(rec: Records, queries: list[tuple[int, ...]], qid: np.ndarray, n_uniq: int) -> np.ndarray:
-    """For each distinct query, the sum of its codes' supports in the input: at least the
-    release's subrecord rows that hold one of them (a record's code lies in one chunk)."""
+def _query_rows(rec: Records, queries: list[tuple[int, ...]], qid: np.ndarray, n_uniq: int) -> int:
+    """The rows expected_counts.sql.j2 joins for all clusters: per distinct query, the sum of
+    its codes' supports in the input (at least the release's subrecords that hold one of them,
+    as a record's code lies in one chunk)."""
     support = np.bincount(rec.cid, minlength=rec.n_codes)
     rows = np.zeros(n_uniq, dtype=np.int64)
     for i, q in enumerate(queries):
         rows[qid[i]] = support[list(q)].sum()
-    return rows
+    return int(rows.sum())
 
 
-def _batches(rows: np.ndarray, budget: int = EXPECTED_BATCH_ROWS) -> list[tuple[int, int]]:
-    """Consecutive qid ranges (lo, hi), each of total ``rows`` within ``budget`` (a single
-    query above it is a batch alone)."""
-    out, lo, total = [], 0, 0
-    for q, r in enumerate(rows.tolist()):
-        if q > lo and total + r > budget:
-            out.append((lo, q - 1))
-            lo, total = q, 0
-        total += r
-    out.append((lo, len(rows) - 1))
-    return out
+def _slices(clusters: Mapping[str, np.ndarray], rows: int, budget: int) -> list[tuple[int, int]]:
+    """Ranges (lo, hi) of consecutive cluster ids, ``ceil(rows / budget)`` of them, each with
+    about the same number of records: the joined rows of a cluster follow its records. One
+    range when the whole fits the budget."""
+    ids = np.asarray(clusters["cluster_id"], dtype=np.int64)
+    if ids.size == 0:
+        return []
+    order = np.argsort(ids)
+    ids, records = ids[order], np.asarray(clusters["n_records"], dtype=np.int64)[order]
+    n = min(max(1, -(-rows // budget)), ids.size)
+    # the first cluster of each slice: where the running count of records passes i/n of them
+    cum = np.cumsum(records)
+    starts = np.unique(np.searchsorted(cum, cum[-1] * np.arange(n) / n, side="right"))
+    ends = np.append(starts[1:] - 1, ids.size - 1)
+    return [(int(ids[a]), int(ids[b])) for a, b in zip(starts, ends)]
 
 
 def are(backend: Backend, queries: list[tuple[int, ...]], n_recon: int, *, by_size: bool) -> dict[str, Any]:
