@@ -16,7 +16,7 @@ def cdm_markdown(result: dict[str, Any]) -> str:
     for name, r in result["cases"].items():
         lines.append(f"| {name.removeprefix('omop_cdm_')} | {r['rows']:,} | {r.get('fragments', 1)} | "
                      f"{r['median_s']:.1f} | {r['cpu_s']:.1f} | {r['verify_s']:.1f} | {r['risk_s']:.1f} | "
-                     f"{r['report_s']:.1f} | {r['peak_rss_mb']:,.0f} | {_mb(r.get('workers_max_mb'))} | "
+                     f"{_s(r.get('report_s'))} | {r['peak_rss_mb']:,.0f} | {_mb(r.get('workers_max_mb'))} | "
                      f"{'yes' if r['verified'] else '**no**'} | {load_cell(r)} |")
     return "\n".join(lines)
 
@@ -40,6 +40,11 @@ def growth_markdown(results: dict[str, dict[str, Any]], small: str, large: str) 
                      f"{little['peak_rss_mb']:,.0f} → {big['peak_rss_mb']:,.0f} | {exps[2]:.2f} | "
                      f"{'**met**' if max(exps) <= 1.1 else '**missed**'} |")
     return "\n".join(lines)
+
+
+def _s(value: float | None) -> str:
+    """Seconds, or ``-`` where the step did not time it (the report above 100K persons)."""
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _mb(value: float | None) -> str:

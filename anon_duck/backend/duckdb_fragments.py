@@ -98,7 +98,7 @@ def anonymize_in_processes(backend: DuckDBBackend, job: Job, method: Method, inp
                 path=str(folder / "hierarchy" / table[-1] / "rows.parquet")))
         share = backend.memory_limit() // n
         task = Task(str(folder), job, params, tuple(roles), tuple(t[-1] for t in hierarchies),
-                    tuple(fragments.sizes), tuple(fragments.domains.items()), memory_limit=f"{share}B")
+                    tuple(fragments.sizes), tuple(inputs.domains.items()), memory_limit=f"{share}B")
         done = run_fragments(task, fragments.count, n, progress)
         raise_refusal(done, fragments.count)
         tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle, sums=tuple(sums))

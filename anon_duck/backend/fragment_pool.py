@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from ..errors import EngineError
-from .fragment_task import PHASE, Task, run_fragment
+from ..methods.base import FRAGMENTS_PHASE
+from .fragment_task import Task, run_fragment
 
 
 def run_fragments(task: Task, count: int, workers: int,
@@ -45,12 +46,12 @@ def run_fragments(task: Task, count: int, workers: int,
             for worker in pool:
                 waiting.register(worker.proc.stdout, selectors.EVENT_READ, worker)
                 worker.hand(pending)
-            progress(PHASE, 0, count)
+            progress(FRAGMENTS_PHASE, 0, count)
             while any(worker.fragment is not None for worker in pool):
                 for key, _ in waiting.select():
                     worker = key.data
                     done.append(worker.answer(count))
-                    progress(PHASE, len(done), count)
+                    progress(FRAGMENTS_PHASE, len(done), count)
                     if not worker.hand(pending):
                         waiting.unregister(worker.proc.stdout)
         for worker in pool:

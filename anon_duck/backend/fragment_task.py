@@ -30,7 +30,6 @@ from .duckdb import DuckDBBackend
 
 HIERARCHY_TABLES = (EDGES, NODES, CLOSURE, LEVELS)
 ROLES = ("input", "codes", "events")     # the scratch names the roles' rows get in a task
-PHASE = "partition: fragments"           # the progress phase that counts fragments done
 
 
 def relations(job: Job, inputs: Inputs) -> dict[str, tuple[tuple[str, ...], str]]:
@@ -50,7 +49,7 @@ class Task:
     roles: tuple[str, ...]                 # the ROLES this job has
     hierarchies: tuple[str, ...]           # the HIERARCHY_TABLES the driver wrote
     sizes: tuple[int, ...]
-    domains: tuple[tuple[str, tuple[float, float]], ...] = ()   # Fragments.domains, as items
+    domains: tuple[tuple[str, tuple[float, float]], ...] = ()   # the whole Inputs.domains, as items
     memory_limit: str | None = None        # the task's DuckDB's cap (None: DuckDB's default)
 
 

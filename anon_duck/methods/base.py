@@ -18,6 +18,8 @@ from ..verifiers import CheckResult
 
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: called by long loops; the CLI draws a bar on a TTY."""
+FRAGMENTS_PHASE = "partition: fragments"
+"""The progress phase that counts a partitioned run's fragments done, wherever they run."""
 
 
 @dataclass(frozen=True)

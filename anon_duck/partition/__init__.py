@@ -25,7 +25,7 @@ from ..backend.base import Backend
 from ..errors import JobError
 from ..inputs import Inputs
 from ..job import Job
-from ..methods.base import Method, Partitioning, Progress, ReleaseTable, Staged
+from ..methods.base import FRAGMENTS_PHASE, Method, Partitioning, Progress, ReleaseTable, Staged
 from .fragments import Fragments, domains, fragment, restrict, tag
 from .union import collect, combine_facts, renumber, union_table
 
@@ -79,12 +79,12 @@ def _one_after_another(backend: Backend, job: Job, method: Method, inputs: Input
     facts, tables = [], []
     tagged = tag(backend, job, inputs, fragments)
     for f in range(fragments.count):
-        progress("partition: fragments", f, fragments.count)
+        progress(FRAGMENTS_PHASE, f, fragments.count)
         staged = method.anonymize(backend, job, restrict(backend, inputs, tagged, fragments, f), params, _quiet)
         collect(backend, staged.tables, f)
         facts.append(staged.facts)
         tables = staged.tables
-    progress("partition: fragments", fragments.count, fragments.count)
+    progress(FRAGMENTS_PHASE, fragments.count, fragments.count)
     return [ReleaseTable(t.suffix, union_table(t.suffix), t.shuffle, sums=t.sums) for t in tables], facts
 
 

@@ -28,8 +28,7 @@ are two or more, which is what keeps every fragment anonymizable when the size i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass
 
 from ..backend.base import Backend
 from ..inputs import Inputs
@@ -52,17 +51,11 @@ CHAIN = 8
 @dataclass(frozen=True)
 class Fragments:
     """``table`` maps each person id (VARCHAR) to its fragment (0 ..); ``sizes[f]`` is the
-    number of persons of fragment ``f``; ``rounds`` the split rounds of the ``codes`` rule;
-    ``domains`` the whole input's (min, max) of every numeric quasi-identifier, which each
-    fragment's :class:`~anon_duck.inputs.Inputs` carries: NCP divides by the domain of the
-    data set, and the data set of a fragment's release is the union (a fragment's own, narrower
-    domain made every generalization cost more, and ArtUC's δ bound stopped its merges early:
-    docs/scale.md)."""
+    number of persons of fragment ``f``; ``rounds`` the split rounds of the ``codes`` rule."""
 
     table: tuple[str, ...]
     sizes: list[int]
     rounds: int = 0
-    domains: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -100,12 +93,15 @@ def fragment(backend: Backend, job: Job, inputs: Inputs, size: int, split: str, 
         codes=inputs.codes if split == "sort" else None, events=inputs.events if split == "sort" else None),
         {"fragments": count, "n": n})
     sizes = backend.fetch("partition: sizes", render("partition/fragment_sizes.sql.j2", fragments=FRAGMENTS))
-    return Fragments(FRAGMENTS, [int(v) for v in sizes["persons"]], rounds, inputs.domains)
+    return Fragments(FRAGMENTS, [int(v) for v in sizes["persons"]], rounds)
 
 
 def domains(backend: Backend, job: Job, inputs: Inputs) -> dict[str, tuple[float, float]]:
-    """The (min, max) of each numeric quasi-identifier over the whole input (what
-    :func:`fragment` hands on as :attr:`Fragments.domains` when ``inputs`` carries it)."""
+    """The (min, max) of each numeric quasi-identifier over the whole input, which each
+    fragment's :class:`~anon_duck.inputs.Inputs` carries (:func:`restrict`): NCP divides by the
+    domain of the data set, and the data set of a fragment's release is the union (a fragment's
+    own, narrower domain made every generalization cost more, and ArtUC's δ bound stopped its
+    merges early: docs/scale.md)."""
     out = {}
     for q in job.dataset.qis:
         if q.kind == "numeric":
@@ -136,7 +132,8 @@ def tag(backend: Backend, job: Job, inputs: Inputs, fragments: Fragments) -> dic
 def restrict(backend: Backend, inputs: Inputs, tagged: dict[str, tuple[str, ...]], fragments: Fragments,
              f: int) -> Inputs:
     """The inputs of fragment ``f`` only (from :func:`tag`'s relations), as scratch tables
-    beside the whole ones (which the verifier and the report keep reading)."""
+    beside the whole ones (which the verifier and the report keep reading), with the whole
+    ``inputs``' numeric domains."""
     def rows(name: str) -> tuple[str, ...] | None:
         if name not in tagged:
             return None
@@ -147,4 +144,4 @@ def restrict(backend: Backend, inputs: Inputs, tagged: dict[str, tuple[str, ...]
     person = rows("input")
     assert person is not None
     return Inputs(person, fragments.sizes[f], rows("codes"), rows("events"), inputs.coverage, fragment=True,
-                  domains=fragments.domains)
+                  domains=inputs.domains)

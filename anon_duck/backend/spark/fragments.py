@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Callable
 from ...errors import EngineError
 from ...inputs import Inputs
 from ...job import Job
-from ...methods.base import Method, ReleaseTable
+from ...methods.base import FRAGMENTS_PHASE, Method, ReleaseTable
 from ...scratch import scratch
 from ...sqlrender import render
 from ..base import Backend
-from ..fragment_task import HIERARCHY_TABLES, PHASE, Task, raise_refusal, relations, run_fragment
+from ..fragment_task import HIERARCHY_TABLES, Task, raise_refusal, relations, run_fragment
 
 if TYPE_CHECKING:
     from ...partition.fragments import Fragments
@@ -63,10 +63,10 @@ def anonymize_in_executors(backend: Backend, spark: Any, job: Job, method: Metho
         for name in hierarchies:
             spark.table(name).coalesce(1).write.parquet(str(folder / "hierarchy" / name))
         task = Task(str(folder), job, params, tuple(roles), hierarchies, tuple(fragments.sizes),
-                    tuple(fragments.domains.items()))
-        progress(PHASE, 0, fragments.count)
+                    tuple(inputs.domains.items()))
+        progress(FRAGMENTS_PHASE, 0, fragments.count)
         done = _in_tasks(spark, task, fragments.count)
-        progress(PHASE, fragments.count, fragments.count)
+        progress(FRAGMENTS_PHASE, fragments.count, fragments.count)
         raise_refusal(done, fragments.count)
         tables = [ReleaseTable(suffix, scratch(f"part_executed_{suffix}"), shuffle, sums=tuple(sums))
                   for suffix, shuffle, sums in json.loads(done[0]["tables"])]
