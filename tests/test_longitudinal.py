@@ -284,6 +284,34 @@ def test_f11_avg_re(con, job_file):
     assert rep2["ilm_alg"] == pytest.approx(0.2) and rep2["ilm_def8"] == pytest.approx(5 / 24)
 
 
+def test_the_avg_re_workload_is_every_frequent_combination(con):
+    """The workload's pairs are counted among the frequent (code, age) pairs only (a pair of
+    them is in no more trajectories than either): the combinations and counts are still
+    those of brute force over every trajectory's pairs, on random trajectories where most
+    (code, age) pairs are rare."""
+    from collections import Counter
+    from itertools import combinations
+
+    from anon_duck.methods.longitudinal.measures import QUERIES
+    from anon_duck.sqlrender import render
+    rng = np.random.default_rng(7)
+    rows = [(f"p{i}", f"c{rng.zipf(1.6) % 30}", int(rng.integers(20, 26))) for i in range(300) for _ in range(8)]
+    con.execute("CREATE TABLE ev (id VARCHAR, code VARCHAR, age INTEGER)")
+    con.executemany("INSERT INTO ev VALUES (?, ?, ?)", rows)
+    held = {}
+    for pid, code, age in rows:
+        held.setdefault(pid, set()).add((code, str(age)))
+    want = Counter((1, a, None) for items in held.values() for a in items)
+    want += Counter((2, a, b) for items in held.values() for a, b in combinations(sorted(items), 2))
+    want = {key: n for key, n in want.items() if n >= 12}
+    DuckDBBackend(con).run("test", render("longitudinal/workload.sql.j2", target=QUERIES, events=("main", "ev"),
+                                          max_size=2), {"min_support": 12, "max_queries": 10 ** 6, "seed": "1"})
+    got = {(size, (c1, a1), None if c2 is None else (c2, a2)): n for size, c1, a1, c2, a2, n in con.execute(
+        f'SELECT size, code1, age1, code2, age2, actual FROM temp.main."{QUERIES[-1]}"').fetchall()}
+    assert got == want and sum(1 for key in want if key[0] == 2) > 10
+    assert len({a for _, a, _ in want}) < len({(c, str(a)) for _, c, a in rows}) / 2     # most pairs are rare
+
+
 # ----------------------------------------------------------------------------------------
 # the verifier, both ways
 # ----------------------------------------------------------------------------------------
