@@ -67,8 +67,8 @@ def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: i
 
 
 SLICE_CODE_ROWS = 5_000_000
-"""Record-chunk codes one slice of the disjointness check may group (10^6 persons of ~50 codes
-each are 50M, in about ten slices)."""
+"""Record- and shared-chunk codes one slice of the disjointness check may group (10^6 persons
+of ~50 codes each are 50M, in about ten slices)."""
 
 
 def _disjoint(backend: Backend, names: Mapping[str, Sequence[str]], *, k: int, m: int, limit: int) -> CheckResult:
