@@ -276,6 +276,31 @@ def test_audit_rejects_tampered_releases(con):
     assert not audit(backend, tables, k=3, m=2)[0].passed
 
 
+def test_the_disjointness_check_in_slices_finds_what_one_slice_finds(con, monkeypatch):
+    """The check groups by (cluster, code), one slice of clusters at a time (it ran out of 4 GB
+    at 1M persons in one query): a slice per cluster id finds the same violations, in the
+    same order, with the same count, as one slice for the whole release."""
+    from anon_duck.verifiers import disassociation as verifier
+    anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
+    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
+                                                    "item_chunks")}
+    # an item-chunk code of each cluster put in one of its record chunks too: a violation per cluster
+    con.execute("""UPDATE toy_dis_record_chunks AS r SET codes = list_append(r.codes, i.code)
+                   FROM (SELECT cluster_id, min(code) AS code FROM toy_dis_item_chunks GROUP BY ALL) AS i
+                   WHERE r.cluster_id = i.cluster_id AND r.sub_id = 1""")
+    backend = DuckDBBackend(con)
+    whole = {c.name: c for c in verifier.audit(backend, tables, k=3, m=2)}["disassociation_disjoint"]
+    monkeypatch.setattr(verifier, "SLICE_CODE_ROWS", 1)
+    ran = []
+    real = backend.rows
+    monkeypatch.setattr(backend, "rows", lambda stage, *a, **kw: ran.append(stage) or real(stage, *a, **kw))
+    sliced = {c.name: c for c in verifier.audit(backend, tables, k=3, m=2)}["disassociation_disjoint"]
+    assert ran.count("verify disassociation_disjoint") == con.execute(
+        "SELECT max(cluster_id) - min(cluster_id) + 1 FROM toy_dis_clusters").fetchone()[0] > 1
+    assert not whole.passed and len({v["cluster_id"] for v in whole.violations}) > 1
+    assert (sliced.passed, sliced.n_violations, sliced.violations) == (whole.passed, whole.n_violations, whole.violations)
+
+
 def _f12_job(tmp_path, merge_small: bool):
     rows = [("p1", "a"), ("p1", "b"), ("p2", "a"), ("p2", "c"), ("p3", "a"), ("p3", "d"), ("p4", "e")]
     path = tmp_path / "f12.parquet"
