@@ -215,7 +215,7 @@ def test_a_case_peak_leaves_out_its_release_digest(monkeypatch):
     from benchmarks import cases
     calls = []
     monkeypatch.setattr(resource, "getrusage", lambda who: calls.append("peak") or SimpleNamespace(ru_maxrss=2048))
-    monkeypatch.setattr(cases, "release_digest", lambda con, job: calls.append("digest") or "d")
+    monkeypatch.setattr(cases, "release_digest", lambda con, job, views: calls.append("digest") or "d")
     assert cases.peak_then_digest(None, None) == {"peak_rss_mb": 2.0, "release": "d"}
     assert calls == ["peak", "digest"]
 
