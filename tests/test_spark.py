@@ -244,30 +244,17 @@ def test_without_pyspark_or_java_engine_spark_names_what_to_install(monkeypatch,
 
 
 @pytest.mark.slow
-def test_an_omop_job_runs_on_spark_and_its_release_verifies(spark):
-    """Issue #20: ``[input.omop]`` on Spark: the OMOP files read by Spark's reader, and the
-    events and the code tree (recursive chains of parents, positions by date) derived by
-    ``sql/omop/`` on Spark; the release verifies there and has DuckDB's shape."""
-    job = load_job(JOBS / "omop_longitudinal.toml").with_release("on_spark_omop")
-    result = anon_duck.run(spark.spark, job)
-    assert result.verified
-    checks = anon_duck.verify(spark.spark, job)
-    assert checks and all(c.passed for c in checks)
-    on_duckdb = anon_duck.run(duckdb.connect(), job).facts
-    assert {k: result.facts[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")} == \
-        {k: on_duckdb[k] for k in ("records", "pairs", "clusters", "released_pairs", "icd_domain")}
-
-
-@pytest.mark.slow
 def test_the_omop_export_runs_every_kind_of_input_on_spark(spark):
-    """#30: fixtures/omop_export (upper-case file names and headers, a vocabulary trimmed to
-    the used condition concepts, concept 0, a polyhierarchy) on Spark: a method of each kind of
-    input the OMOP expansion derives (a person table, code sets, event sequences) runs from
-    ``[input.omop] path =`` alone and verifies there, with DuckDB's warnings and facts; the same
-    from a schema whose tables have upper-case columns for the person table and the code sets.
-    The expansion is the same for every method of a kind: all five methods, from the folder
-    and from a schema, are tested on DuckDB (tests/test_omop_export.py), and every method runs
-    on Spark on its toy job (test_every_method_runs_on_spark_and_duckdb_accepts_its_release)."""
+    """#20 and #30: fixtures/omop_export (upper-case file names and headers, a vocabulary
+    trimmed to the used condition concepts, concept 0, a polyhierarchy) on Spark: a method of
+    each kind of input the OMOP expansion derives (a person table; code sets; event sequences
+    with positions by date and the code tree's recursive chains of parents) runs from
+    ``[input.omop] path =`` alone, read by Spark's reader and derived by ``sql/omop/`` on
+    Spark, and verifies there, with DuckDB's warnings and facts; the same from a schema whose
+    tables have upper-case columns, for disassociation (its person table and code sets). The
+    expansion is the same for every method of a kind: all five methods, from the folder and
+    from a schema, are tested on DuckDB (tests/test_omop_export.py), and every method runs on
+    Spark on its toy job (test_every_method_runs_on_spark_and_duckdb_accepts_its_release)."""
     from test_omop_export import EXPORT, export_job, schema_job
     spark.spark.sql("CREATE DATABASE IF NOT EXISTS cdm")
     with duckdb.connect() as con:
@@ -283,7 +270,7 @@ def test_the_omop_export_runs_every_kind_of_input_on_spark(spark):
         on_duckdb = anon_duck.run(duckdb.connect(), job)
         assert result.warnings == on_duckdb.warnings and len(result.warnings) in (1, 2), method
         assert _rounded(result.facts) == _rounded(on_duckdb.facts), method     # sums of floats: another order
-        if method in ("fulldomain", "disassociation"):
+        if method == "disassociation":
             again = anon_duck.run(spark.spark, schema_job(method, "cdm", f"spark_schema_{method}"))
             assert again.verified and again.warnings == result.warnings, method
             assert _rounded(again.facts) == _rounded(result.facts), method
