@@ -2,8 +2,9 @@
 with ~50 condition events each over 2,000 concepts (benchmarks/generators/omop_cdm.py), every
 method from ``[input.omop] path =``: ``run`` timed, then ``verify``, ``risk`` and ``report`` (up
 to 100K persons: :data:`REPORT_UP_TO`) each timed on the published release, with the process's
-CPU time and peak RSS. Methods that work per person set (disassociation, longitudinal, ArtUC) run partitioned from 100K persons on
-(``partition_size``; docs/scale.md), as a steward would at that size."""
+CPU time and peak RSS. Methods that work per person set (disassociation, longitudinal, ArtUC)
+run partitioned from 100K persons on (``partition_size``; docs/scale.md), as a steward would
+at that size."""
 from __future__ import annotations
 
 import dataclasses
@@ -31,9 +32,9 @@ candidates' worth of similar persons (fragments.py sorts them by QIs, then event
 PARTITIONED_FROM = 100_000
 REPORT_UP_TO = 100_000
 """Persons up to which a case also times ``report``. The reports' utility workloads grow with
-the persons, each query over every reconstruction: at 100K persons disassociation's took 243 s
-and longitudinal's 144 s against runs of 31 s and 180 s, so at 1M they would add about an hour
-per method to a step that measures issue #31's run + verify target."""
+the persons, each query over every reconstruction: at 100K persons disassociation's took 199 s
+and longitudinal's 110 s against runs of 29 s and 156 s (BENCHMARKS.md), so at 1M they would add
+about an hour per method to a step that measures issue #31's run + verify target."""
 # ArtUC is not among them: on this shape (dense code sets) it is strongly super-linear, 433 s at
 # 1,000 persons (benchmarks/utility.md), so a step of 10K persons could not finish; the utility
 # benchmark measures it on 500 persons (benchmarks/utility/cases.py MAX_PERSONS).

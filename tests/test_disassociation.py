@@ -675,13 +675,14 @@ def test_expected_counts_in_slices_give_the_one_slice_answers(con, monkeypatch):
         return cut[-1]
     monkeypatch.setattr(report, "_slices", counted)
     whole = anon_duck.report(con, job)["are"]
-    monkeypatch.setattr(report, "EXPECTED_BATCH_ROWS", 1)
+    monkeypatch.setattr(report, "EXPECTED_SLICE_ROWS", 1)
     each = anon_duck.report(con, job)["are"]
     n_clusters = con.execute("SELECT count(*) FROM toy_dis_clusters").fetchone()[0]
     assert [len(c) for c in cut] == [1, 1, n_clusters, n_clusters] and n_clusters > 1
     for name in ("W1", "W2"):
         assert each[name]["expected"]["queries"] == whole[name]["expected"]["queries"] > 1
         assert each[name]["expected"]["are"] == pytest.approx(whole[name]["expected"]["are"], rel=1e-12)
+    assert each["W1"]["expected"]["by_size"] == pytest.approx(whole["W1"]["expected"]["by_size"], rel=1e-12)
 
 
 def test_slices_cut_consecutive_clusters_by_their_records():

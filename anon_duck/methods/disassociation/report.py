@@ -110,7 +110,7 @@ def expected_counts(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec
     expected = np.zeros(n_uniq)
     sizes = backend.fetch("disassociation: cluster sizes", render("disassociation/cluster_sizes.sql.j2",
                                                                   clusters=tables["clusters"]))
-    for lo, hi in _slices(sizes, _query_rows(rec, queries, qid, n_uniq), EXPECTED_BATCH_ROWS):
+    for lo, hi in _slices(sizes, _query_rows(rec, queries, qid, n_uniq), EXPECTED_SLICE_ROWS):
         part = backend.fetch("disassociation: expected counts", sql, {"lo": lo, "hi": hi, **bound})
         np.add.at(expected, part["qid"].astype(np.int64), part["e_count"].astype(float))
     return expected
@@ -140,7 +140,7 @@ def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed
         {"seed": str(seed), "n": n, **({"k": k} if mode == "below_k" else {})})
 
 
-EXPECTED_BATCH_ROWS = 2_000_000
+EXPECTED_SLICE_ROWS = 2_000_000
 """Subrecord rows one slice of expected_counts.sql.j2 may join (its share of the queries'
 codes' supports): 1,000 W1 queries on 100K persons of a dense CDM joined about 60M rows at
 once and ran out of a 4 GB memory_limit."""
