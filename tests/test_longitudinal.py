@@ -315,6 +315,26 @@ def test_the_avg_re_workload_is_every_frequent_combination(con):
 # ----------------------------------------------------------------------------------------
 # the verifier, both ways
 # ----------------------------------------------------------------------------------------
+def test_the_consistency_check_in_slices_finds_what_one_slice_finds(con, job_file, monkeypatch):
+    """The consistency check runs one slice of release ids at a time: on a release broken at
+    several ids (one of them NULL), slices of one patient each find the same violations, in
+    the same order, as one slice of all."""
+    from anon_duck.verifiers import longitudinal as verifier
+    job = job_file(TOY)
+    api.run(con, job)
+    ids = [r[0] for r in con.execute("SELECT release_id FROM toy_k2_patients ORDER BY release_id").fetchall()]
+    con.execute(f"UPDATE toy_k2_patients SET trajectory = trajectory || ' (x,1)' WHERE release_id = {ids[0]}")
+    con.execute(f"UPDATE toy_k2_events SET pos = pos + 10 WHERE release_id = {ids[-1]} AND pos = 1")
+    con.execute(f"UPDATE toy_k2_events SET release_id = NULL WHERE release_id = {ids[2]} AND pos = 1")
+    tables = {"patients": ("main", "toy_k2_patients"), "events": ("main", "toy_k2_events")}
+    whole = verifier.consistency(DuckDBBackend(con), **tables)
+    monkeypatch.setattr(verifier, "SLICE_EVENTS", 1)
+    sliced = verifier.consistency(DuckDBBackend(con), **tables)
+    assert not whole.passed and whole.n_violations >= 4 and len(ids) > 3
+    assert (sliced.n_violations, sliced.violations) == (whole.n_violations, whole.violations)
+    assert {v["release_id"] for v in whole.violations} == {None, ids[0], ids[2], ids[-1]}, whole.violations
+
+
 def test_verifier_rejects_a_broken_release(con, job_file):
     job = job_file(TOY)
     api.run(con, job)

@@ -213,9 +213,9 @@ def test_a_filtered_support_query_touches_only_the_clusters_holding_the_code(tmp
 
 
 def test_the_support_check_reads_a_seeded_sample_and_catches_a_change_in_it():
-    """verify checks ``<release>_support`` on the rows of 16 codes drawn by the release seed
-    (md5 order): a view whose rows differ for a drawn code fails, and the draw is the same on
-    every verify."""
+    """verify checks ``<release>_support`` on the rows pairing two of 32 codes drawn by the
+    release seed (md5 order): a view whose rows differ for a drawn pair fails, and the draw is
+    the same on every verify."""
     from anon_duck.release.views import view_sample as _view_sample
     from anon_duck.backend.duckdb import DuckDBBackend
     con, job = duckdb.connect(), load_job(JOBS / "omop_disassociation.toml")
@@ -223,17 +223,18 @@ def test_the_support_check_reads_a_seeded_sample_and_catches_a_change_in_it():
     name = f"{job.release.name}_support"
     view = get_method(job.method).views[2]
     drawn = list(_view_sample(DuckDBBackend(con), job, view).values())
-    assert view.sample.size == len(drawn) == 16 and drawn == list(_view_sample(DuckDBBackend(con), job, view).values())
+    assert view.sample.size == len(drawn) == 32 and drawn == list(_view_sample(DuckDBBackend(con), job, view).values())
     import hashlib
     every = [r[0] for r in con.execute(f'SELECT DISTINCT code_a FROM "{name}"').fetchall()]
     key = lambda c: (hashlib.md5(f"{job.release.seed}:{c}".encode()).hexdigest(), c)   # noqa: E731
-    assert drawn == sorted(every, key=key)[:16]
+    assert drawn == sorted(every, key=key)[:32]
     con.execute(f'ALTER VIEW "{name}" RENAME TO kept')
     try:
         con.execute(f'''CREATE VIEW "{name}" AS SELECT * REPLACE (
                         CASE WHEN code_a = '{drawn[3]}' AND code_a <> code_b THEN support + 1 ELSE support END AS support)
                         FROM kept''')
-        changed = con.execute(f'SELECT count(*) FROM kept WHERE code_a = ? AND code_b <> code_a', [drawn[3]]).fetchone()[0]
+        changed = con.execute(f'SELECT count(*) FROM kept WHERE code_a = ? AND code_b <> code_a AND list_contains(?, code_b)',
+                              [drawn[3], drawn]).fetchone()[0]
         check = anon_duck.verify(con, job)[-1]
         assert not check.passed and changed > 0
         # each changed row is a group of the view's and one of the definition's

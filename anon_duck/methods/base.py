@@ -59,14 +59,15 @@ class AnalystView:
 @dataclass(frozen=True)
 class ViewSample:
     """How ``verify`` checks a view whose rows grow faster than the release tables (a view of
-    code pairs): on the rows whose first column holds one of ``size`` values drawn, seeded by
-    the release seed, from the values ``template`` (under sql/views/, one column ``value``)
+    code pairs): on the rows whose leading columns (as many as the view template restricts:
+    lib/analyst_view.jinja ``sampled``) each hold one of ``size`` values drawn, seeded by the
+    release seed, from the values ``template`` (under sql/views/, one column ``value``)
     lists. The view template renders its definition restricted to them (context ``only``:
     the values' bind parameters), and the view itself is read with the same filter, which
     must reach the pair join (docs/verifiers.md, "Analyst views")."""
 
     template: str
-    size: int = 16
+    size: int = 32
 
 
 def release_view(suffix: str) -> tuple[AnalystView, ...]:
