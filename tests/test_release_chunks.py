@@ -44,10 +44,9 @@ def test_chunks_give_the_one_statement_order(con, monkeypatch):
 
 
 def test_a_table_below_one_budget_is_one_statement(con, monkeypatch):
-    """The one statement digests each row once; the chunks' keys digest it, sort the digests and
-    join them back. A table whose row text (release/row_bytes) is below the budget, the one
-    chunk release/order_keys would make of it, is copied by the one statement; at the budget
-    itself the last digest starts a second chunk, and the chunks run."""
+    """The one statement digests each row once; the chunks' keys digest it and join it back. A
+    table whose row text (release/row_bytes) is below the budget is copied by the one
+    statement; at the budget itself it is cut in two ranges of digests, and the chunks run."""
     con.execute("CREATE TABLE src AS SELECT i % 50 AS a, repeat('x', i % 50) AS b FROM range(300) r(i)")
     backend = DuckDBBackend(con)
     columns = list(backend.columns("columns", ("main", "src")).items())

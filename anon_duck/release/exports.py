@@ -15,7 +15,7 @@ from ..scratch import scratch
 from ..sqlrender import render
 from .catalog import meta_list, meta_value, previous_release, release_tables
 from .names import ReleaseNames
-from .order import chunk_budget, copy_chunks, copy_in_order
+from .order import chunk_count, copy_chunks, copy_in_order
 
 
 def export(engine: Backend, job: Job, to: str | Path, *, views: bool = True) -> list[Path]:
@@ -116,14 +116,14 @@ def _write_file(backend: Backend, name: str, source: tuple[str, ...], order: _Or
     A view's copy (``chunked`` False) is written in one statement, as the view was before it
     was copied: its budget would cost one more pass over its row text."""
     context = order.context(backend, name, source)
-    budget = chunk_budget(backend, f"export {name}", source, context["columns"]) \
+    chunks = chunk_count(backend, f"export {name}", source, context["columns"]) \
         if context["seeded"] and chunked else None
-    if budget is None:
+    if chunks is None:
         backend.run(f"export {name}", render("release/export_file.sql.j2", source=source, format=fmt, path=str(path),
                                              ordered=False, **context))
         return
     ordered = scratch("export_ordered")
-    copy_chunks(backend, f"export {name}", ordered, source, context["columns"], context["seed"], budget)
+    copy_chunks(backend, f"export {name}", ordered, source, context["columns"], context["seed"], chunks)
     backend.run(f"export {name}", render("release/export_file.sql.j2", source=ordered, format=fmt, path=str(path),
                                          ordered=True))
     backend.run(f"export {name}: drop copy", render("release/drop_table.sql.j2", target=ordered))

@@ -16,49 +16,49 @@ def copy_in_order(backend: Backend, stage: str, target: tuple[str, ...], source:
     (sql/lib/release_order.jinja): publication and export.
 
     One statement (release/publish_table), but for a seeded table beyond its engine's sort
-    budget (:func:`chunk_budget`), which is copied in chunks (:func:`copy_chunks`). A
+    budget (:func:`chunk_count`), which is copied in chunks (:func:`copy_chunks`). A
     ``grouped`` table (``ReleaseTable.repeats``: mostly identical rows, as LKC's generalized
     release) is one statement that sorts its distinct rows only and repeats them."""
     columns = list(backend.columns(f"{stage}: columns", source).items())
-    budget = chunk_budget(backend, stage, source, columns) if seeded and not grouped else None
-    if budget is None:
+    chunks = chunk_count(backend, stage, source, columns) if seeded and not grouped else None
+    if chunks is None:
         backend.run(stage, render("release/publish_table.sql.j2", target=target, source=source, columns=columns,
                                   seeded=seeded, seed=seed, grouped=grouped))
         return
-    copy_chunks(backend, stage, target, source, columns, seed, budget)
+    copy_chunks(backend, stage, target, source, columns, seed, chunks)
 
 
-def chunk_budget(backend: Backend, stage: str, source: tuple[str, ...], columns: list[tuple[str, str]]) -> int | None:
-    """The bytes of row text per chunk if the seeded table ``source`` must be copied in chunks,
-    else None: on an engine without a sort budget (Spark's sort spills), and for a table whose
-    whole row text is below one budget (release/row_bytes; release/order_keys would make one
-    chunk of it). DuckDB's sort of wide rows fails rather than spill under ``memory_limit``
-    (ArtUC's release holds 1.6 GB of code-set text at EHRD scale), but under DuckDB's default
-    limit nearly every table fits, and the one statement then digests each row once where the
-    chunks' keys digest it, sort the digests and join them back (the five tables of ArtUC's
+def chunk_count(backend: Backend, stage: str, source: tuple[str, ...], columns: list[tuple[str, str]]) -> int | None:
+    """How many chunks the seeded table ``source`` is copied in, each of at most about one sort
+    budget of row text, or None for the one statement: on an engine without a sort budget
+    (Spark's sort spills), and for a table whose whole row text is below one budget
+    (release/row_bytes). DuckDB's sort of wide rows fails rather than spill under
+    ``memory_limit`` (ArtUC's release holds 1.6 GB of code-set text at EHRD scale), but under
+    DuckDB's default limit nearly every table fits, and the one statement then digests each row
+    once where the chunks' keys digest it and join it back (the five tables of ArtUC's
     52K-record EHRD-like release: 1.56 CPU seconds, counting their text included, against 2.05 s
     as one chunk each)."""
     budget = backend.sort_budget()
     if budget is None:
         return None
     total = backend.scalar(f"{stage}: bytes", render("release/row_bytes.sql.j2", source=source, columns=columns))
-    return None if total is None or total < budget else budget
+    return None if total is None or total < budget else int(total) // budget + 1
 
 
 def copy_chunks(backend: Backend, stage: str, target: tuple[str, ...], source: tuple[str, ...],
-                 columns: list[tuple[str, str]], seed: Any, budget: int) -> None:
-    """Copy the seeded table ``source`` to ``target`` in release order in chunks of consecutive
-    digests of about ``budget`` bytes of row text: the digests and row ids alone are sorted
-    (release/order_keys), then each chunk's rows are sorted by their stored digest and columns
+                 columns: list[tuple[str, str]], seed: Any, chunks: int) -> None:
+    """Copy the seeded table ``source`` to ``target`` in release order in ``chunks`` ranges of
+    consecutive digests: each row's digest is stored with its row id and its range
+    (release/order_keys), then each range's rows are sorted by their stored digest and columns
     and appended (release/copy_chunk). The same rows in the same order as the one statement,
     and no sort holds much more than a budget of row text. ``source`` holds rows (its row text
-    reached the budget), so there is at least one chunk, and the first creates ``target``."""
+    reached the budget), so at least one range holds rows, and the first creates ``target``."""
     keys = scratch("order_keys")
     backend.run(f"{stage}: keys", render("release/order_keys.sql.j2", target=keys, source=source, columns=columns,
-                                         seed=seed, budget=budget))
-    chunks = [c for (c,) in backend.rows(f"{stage}: chunks", render("release/order_chunks.sql.j2", keys=keys))]
-    for i, chunk in enumerate(chunks):
-        backend.run(f"{stage}: chunk {i + 1}/{len(chunks)}",
+                                         seed=seed, chunks=chunks))
+    held = [c for (c,) in backend.rows(f"{stage}: chunks", render("release/order_chunks.sql.j2", keys=keys))]
+    for i, chunk in enumerate(held):
+        backend.run(f"{stage}: chunk {i + 1}/{len(held)}",
                     render("release/copy_chunk.sql.j2", target=target, source=source, keys=keys, columns=columns,
                            create=i == 0), {"chunk": chunk})
     backend.run(f"{stage}: drop keys", render("release/drop_table.sql.j2", target=keys))
