@@ -290,7 +290,7 @@ def test_the_disjointness_check_in_slices_finds_what_one_slice_finds(con, monkey
                    WHERE r.cluster_id = i.cluster_id AND r.sub_id = 1""")
     backend = DuckDBBackend(con)
     whole = {c.name: c for c in verifier.audit(backend, tables, k=3, m=2)}["disassociation_disjoint"]
-    monkeypatch.setattr(verifier, "SLICE_CODE_ROWS", 1)
+    monkeypatch.setattr(verifier, "SLICE_PLACE_ROWS", 1)
     ran = []
     real = backend.rows
     monkeypatch.setattr(backend, "rows", lambda stage, *a, **kw: ran.append(stage) or real(stage, *a, **kw))
