@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 from ..backend.base import Backend
 from ..scratch import scratch
 from ..sqlrender import render
-from .models import CheckResult, km_anonymity
+from .models import CheckResult, km_anonymity, sliced_rows
 
 #: the published columns of each release table
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -81,23 +81,19 @@ def _disjoint(backend: Backend, names: Mapping[str, Sequence[str]], *, k: int, m
     fields = ("cluster_id", "code", "n_places")
     backend.run("verify disassociation_disjoint: shared codes", render(
         "verify/disassociation_shared_codes.sql.j2", target=SHARED_CODES, shared_chunks=names["shared_chunks"]))
-    total, violations = 0, []
+    total, rows = 0, []
     try:
         lo, hi, place_rows = backend.rows("verify disassociation_disjoint: slices", render(
             "verify/disassociation_slices.sql.j2", shared_codes=SHARED_CODES, **names))[0]
         if lo is not None:
-            n = max(1, -(-int(place_rows) // SLICE_PLACE_ROWS))
-            step = -(-(int(hi) - int(lo) + 1) // n)
-            sql = render("verify/disassociation_disjoint.sql.j2", shared_codes=SHARED_CODES, **names)
-            for start in range(int(lo), int(hi) + 1, step):
-                rows = backend.rows("verify disassociation_disjoint", sql,
-                                    {"lo": start, "hi": start + step - 1, "limit": max(limit, 1)})
-                total += int(rows[0][-1]) if rows else 0
-                violations += [_evidence(fields, r) for r in rows[:limit - len(violations)]]
+            total, rows = sliced_rows(backend, "verify disassociation_disjoint", render(
+                "verify/disassociation_disjoint.sql.j2", shared_codes=SHARED_CODES, **names),
+                lo=int(lo), hi=int(hi), rows=int(place_rows), budget=SLICE_PLACE_ROWS, bound={}, limit=limit)
     finally:
         backend.run("verify disassociation_disjoint: drop shared codes",
                     render("release/drop_table.sql.j2", target=SHARED_CODES))
-    return CheckResult("disassociation_disjoint", total == 0, total, violations, {"k": k, "m": m})
+    return CheckResult("disassociation_disjoint", total == 0, total, [_evidence(fields, r) for r in rows],
+                       {"k": k, "m": m})
 
 
 SHARED_CODES = scratch("verify_shared_codes")

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ..backend.base import Backend
 from ..sqlrender import render
-from .models import CheckResult, k_anonymity
+from .models import CheckResult, k_anonymity, sliced_rows
 
 Relation = tuple[str, ...]
 EXPECTED_PATIENTS = ("release_id", "trajectory", "n_pairs")
@@ -30,16 +30,10 @@ def consistency(backend: Backend, *, patients: Relation, events: Relation, limit
     lo, hi, event_rows = backend.rows("verify longitudinal consistency: slices", render(
         "verify/longitudinal_slices.sql.j2", patients=patients, events=events))[0]
     lo, hi = (0, 0) if lo is None else (int(lo), int(hi))    # no id at all: one slice, of NULL ids
-    n = max(1, -(-int(event_rows) // SLICE_EVENTS))
-    step = -(-(hi - lo + 1) // n)
-    sql = render("verify/longitudinal_consistency_violations.sql.j2", patients=patients, events=events)
-    total, violations = 0, []
-    for start in range(lo, hi + 1, step):
-        rows = backend.rows("verify longitudinal consistency", sql,
-                            {"lo": start, "hi": start + step - 1, "first": lo, "limit": max(limit, 1)})
-        total += int(rows[0][-1]) if rows else 0
-        violations += [dict(zip(fields, r)) for r in rows[:limit - len(violations)]]
-    return CheckResult("longitudinal_consistency", total == 0, total, violations)
+    total, rows = sliced_rows(backend, "verify longitudinal consistency", render(
+        "verify/longitudinal_consistency_violations.sql.j2", patients=patients, events=events),
+        lo=lo, hi=hi, rows=int(event_rows), budget=SLICE_EVENTS, bound={"first": lo}, limit=limit)
+    return CheckResult("longitudinal_consistency", total == 0, total, [dict(zip(fields, r)) for r in rows])
 
 
 SLICE_EVENTS = 5_000_000

@@ -52,7 +52,8 @@ from ..sqlrender import render
 # The one list of the generic verifiers: anon_duck.verifiers re-exports exactly these (before,
 # each module kept its own list, and this one had lost ``suppression``).
 __all__ = ["CheckResult", "k_anonymity", "suppression", "l_diversity", "km_anonymity", "kkm_anonymity",
-           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness", "is_numeric_type", "min_count"]
+           "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness", "is_numeric_type", "min_count",
+           "sliced_rows"]
 
 
 @dataclass
@@ -578,6 +579,24 @@ def _result(name: str, rows: list[tuple], violations: list[dict[str, Any]], limi
     """``n_violations`` is the last column of every row (a window count before LIMIT)."""
     total = int(rows[0][-1]) if rows else 0
     return CheckResult(name, total == 0, total, violations[:max(limit, 0)], dict(detail))
+
+
+def sliced_rows(backend: Backend, stage: str, sql: str, *, lo: int, hi: int, rows: int, budget: int,
+                bound: Mapping[str, Any], limit: int) -> tuple[int, list[tuple]]:
+    """Run a check one slice of consecutive ids at a time: ``sql`` is bound to ``$lo`` and
+    ``$hi`` (the slice's ids, from ``lo`` to ``hi``), ``$limit`` and ``bound``, and ends each row
+    with its slice's window count. The ids are cut into ``ceil(rows / budget)`` ranges of equal
+    width (at least one). Returns the total count and the first ``limit`` rows in slice order:
+    a check whose every violation lies in one slice, ordered by id first, gives the one
+    statement's answer."""
+    n = max(1, -(-rows // budget))
+    step = -(-(hi - lo + 1) // n)
+    total, listed = 0, []
+    for start in range(lo, hi + 1, step):
+        got = backend.rows(stage, sql, {**bound, "lo": start, "hi": start + step - 1, "limit": _sql_limit(limit)})
+        total += int(got[0][-1]) if got else 0
+        listed += got[:limit - len(listed)]
+    return total, listed
 
 
 def _sql_limit(limit: int) -> int:
