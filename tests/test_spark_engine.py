@@ -292,6 +292,28 @@ def test_fragment_and_id_ranks_are_the_same_on_spark(spark):
         spark.run("test: drop copy", render("release/drop_table.sql.j2", target=("main", t)))
 
 
+def test_tables_are_found_by_name_in_either_case_and_scratch_by_prefix(spark):
+    """table_exists looks one name up (not a listing of the database, about 10 ms a table on a
+    Hive metastore): a table of the current database or of a schema, in either case, and in
+    the current database a session's temporary view; scratch_tables lists temporary views."""
+    session = spark.spark
+    session.sql("CREATE TABLE lookup_me AS SELECT 1 AS a")
+    session.sql("CREATE DATABASE IF NOT EXISTS lookup_db")
+    session.sql("CREATE TABLE lookup_db.in_schema AS SELECT 1 AS a")
+    session.sql("SELECT 1 AS a").createOrReplaceTempView("_ad_lookup_view")
+    try:
+        assert spark.table_exists("lookup_me") and spark.table_exists("LOOKUP_ME")
+        assert spark.table_exists("_ad_lookup_view") and not spark.table_exists("_ad_lookup_view", "lookup_db")
+        assert spark.table_exists("in_schema", "lookup_db") and spark.table_exists("In_Schema", "lookup_db")
+        assert not spark.table_exists("in_schema") and not spark.table_exists("lookup_me", "lookup_db")
+        assert not spark.table_exists("lookup_me", "no_such_db")
+        assert spark.scratch_tables(("temp", "main", "_ad_lookup")) == ["_ad_lookup_view"]
+    finally:
+        session.catalog.dropTempView("_ad_lookup_view")
+        session.sql("DROP TABLE lookup_me")
+        session.sql("DROP DATABASE lookup_db CASCADE")
+
+
 def test_a_failed_publication_on_spark_keeps_the_previous_release(spark, monkeypatch):
     """Spark has no transaction: tables are written under staging names and swapped in only when
     all are written; a failure before the swap leaves the previous release whole and drops the
