@@ -19,6 +19,7 @@ from anon_duck.release import release_tables, view_sql as _view_sql
 from anon_duck.methods import get_method
 from anon_duck.backend.duckdb import DuckDBBackend
 from anon_duck.backend.spark import Action, to_spark
+from anon_duck.backend.spark.statements import quoted
 from anon_duck.demo import DEMO_JOBS
 from anon_duck.job import load_job
 from anon_duck.sqlrender import recording, template_names
@@ -282,7 +283,7 @@ def _derived(spark, job) -> tuple:
     from anon_duck.session import session
     with session(spark.spark, job) as backend:
         inputs = prepare(backend, job)
-        return inputs.warnings, [sorted(map(tuple, spark.spark.table(f"`{relation[-1]}`").collect()), key=repr)
+        return inputs.warnings, [sorted(map(tuple, spark.spark.table(quoted(relation[-1])).collect()), key=repr)
                                  for relation in (inputs.person, inputs.codes)]
 
 

@@ -218,7 +218,7 @@ class SparkBackend:
 
     def scratch_exists(self, name: Sequence[str]) -> bool:
         """A scratch table is a session-local view under its last name part."""
-        return bool(self.spark.catalog.tableExists(name[-1]))
+        return bool(self.spark.catalog.tableExists(quoted(name[-1])))
 
 
 def _in_database(schema: str, table: str) -> str:
