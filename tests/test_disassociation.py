@@ -337,6 +337,20 @@ def test_the_chunk_checks_in_slices_find_what_one_slice_finds(con, monkeypatch):
         assert (sliced[name].n_violations, sliced[name].violations) == (whole[name].n_violations, whole[name].violations)
 
 
+@pytest.mark.parametrize("table", ["record_chunks", "shared_chunks"])
+@pytest.mark.parametrize("sub_id", ["NULL", "sub_id + 1000", "1"])
+def test_sub_ids_that_are_not_1_to_n_fail_the_shape_check(con, table, sub_id):
+    """A chunk's sub_ids run 1..n without repeats: a NULL, a gap or a repeat in one subrecord
+    (the count of subrecords unchanged) is named."""
+    anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
+    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
+                                                    "item_chunks")}
+    chunk = con.execute(f"SELECT min(chunk_id) FROM toy_dis_{table}").fetchone()[0]
+    con.execute(f"UPDATE toy_dis_{table} SET sub_id = {sub_id} WHERE chunk_id = {chunk} AND sub_id = 2")
+    rows = {c.name: c for c in audit(DuckDBBackend(con), tables, k=3, m=2)}["disassociation_chunk_rows"]
+    assert [(v["chunk_id"], v["problem"]) for v in rows.violations] == [(chunk, "sub_id is not 1..n")]
+
+
 def test_a_chunk_id_of_a_record_and_a_shared_chunk_fails_the_shape_check(con):
     """The k^m check groups both tables' subrecords by chunk id, so one id for two chunks would
     pool their supports: the shape check names it."""
