@@ -66,6 +66,38 @@ def test_a_tampered_or_missing_view_fails_verify(released):
     assert anon_duck.verify(con, job)[-1].passed
 
 
+def test_the_events_view_check_reads_drawn_patients_and_every_row_count(released, monkeypatch):
+    """Longitudinal's view shows its events table (50M rows at 10^6 persons): verify compares
+    the rows of 256 release ids drawn by the release seed, and the row counts. A change in a
+    drawn patient's rows fails; so does a row left out of an undrawn patient (2 drawn here, of
+    the toy's few patients)."""
+    from anon_duck.backend.duckdb import DuckDBBackend
+    from anon_duck.methods.base import ViewSample, release_view
+    from anon_duck.release.views import view_sample
+    con, job = released["longitudinal_toy"], load_job(JOBS / "longitudinal_toy.toml")
+    method, name = get_method(job.method), job.release.name
+    assert method.views[0].sample.size == 256
+    monkeypatch.setattr(method, "views", release_view(
+        "events", ("release_id", ViewSample(method.views[0].sample.template, size=2))))
+    drawn = list(view_sample(DuckDBBackend(con), job, method.views[0]).values())
+    ids = [r[0] for r in con.execute(f'SELECT DISTINCT release_id FROM "{name}_events" ORDER BY 1').fetchall()]
+    assert len(drawn) == 2 and set(drawn) < set(ids)
+    undrawn = min(set(ids) - set(drawn))
+    con.execute(f'ALTER VIEW "{name}" RENAME TO kept')
+    try:
+        con.execute(f'CREATE VIEW "{name}" AS SELECT * REPLACE (CASE WHEN release_id = {drawn[0]} AND pos = 1 '
+                    f'THEN age || \'?\' ELSE age END AS age) FROM kept')
+        check = anon_duck.verify(con, job)[-1]
+        assert check.violations == [{"view": name, "problem": "2 group(s) of equal rows differ from its definition"}]
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM kept WHERE release_id <> {undrawn} OR pos > 1')
+        check = anon_duck.verify(con, job)[-1]
+        assert check.violations == [{"view": name, "problem": "1 group(s) of equal rows differ from its definition"}]
+    finally:
+        con.execute(f'DROP VIEW "{name}"')
+        con.execute(f'ALTER VIEW kept RENAME TO "{name}"')
+    assert anon_duck.verify(con, job)[-1].passed
+
+
 def test_a_user_table_named_like_the_view_is_never_overwritten(tmp_path):
     con = duckdb.connect()
     con.execute("CREATE TABLE lkc_toy AS SELECT 1 AS mine")

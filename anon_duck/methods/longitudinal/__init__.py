@@ -26,7 +26,7 @@ from ...retention import OUTCOMES, code_retention, event_codes
 from ...sqlrender import render
 from ...verifiers import CheckResult
 from ...verifiers.longitudinal import verify_release
-from ..base import Partitioning, Progress, ReleaseTable, Staged, check_k, release_view
+from ..base import Partitioning, Progress, ReleaseTable, Staged, ViewSample, check_k, release_view
 from ..papers import cite
 from .load import load
 from .mdav import Pool, mdav
@@ -41,7 +41,8 @@ RESERVED = ("release_id", "trajectory", "n_pairs")
 class Longitudinal:
     name = "longitudinal"
     summary = f"k-anonymity of (ICD, age) trajectories: A-GS alignment + MDAV' clustering ({cite('longitudinal')})"
-    views = release_view("events")       # one row per published record and position
+    # one row per published record and position; checked on a seeded sample of release ids
+    views = release_view("events", ("release_id", ViewSample("views/longitudinal_release_ids.sql.j2", size=256)))
     # k-anonymity of whole trajectories holds per cluster, so releases of disjoint fragments
     # union into one (docs/scale.md)
     partitioning = Partitioning(
