@@ -64,9 +64,10 @@ SLICE_CODE_ROWS = 4_000_000
 each pair of codes of a subrecord): 28.5M at 10^6 persons of the OMOP-shaped CDM, where 1 slice
 took 14.8 s, 4 slices 9.1 s, 8 slices 8.8 s and 16 slices 9.7 s; at 10^5 persons one slice."""
 
-SLICE_SUBRECORDS = 20_000_000
-"""Subrecords one slice of the shape check groups: 71M at 10^6 persons, whose shared chunks
-took 8.0 s in 1 slice, 5.4 s in 4 and 5.6 s in 8."""
+SLICE_SUBRECORDS = 80_000_000
+"""Subrecords one slice of the shape check ranks in their chunks: 71M at 10^6 persons, one
+slice, whose shared chunks took 3.7 s in 1 slice and 4.6 s in 4 (each slice scans the chunks
+again); the budget bounds the sort from 10^7 persons on."""
 
 
 def _chunk_checks(backend: Backend, names: Mapping[str, Sequence[str]], *, k: int, m: int,
