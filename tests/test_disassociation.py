@@ -255,12 +255,16 @@ def test_release_has_no_ids_and_unlinkable_deterministic_sub_ids(con):
 # ------------------------------------------------------------------------------------------
 # the audit catches broken releases; F12 counter-example
 # ------------------------------------------------------------------------------------------
+TOY_TABLES = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
+                                                 "item_chunks")}
+"""The release tables of disassociation_toy.toml, as the audit takes them."""
+
+
 def test_audit_rejects_tampered_releases(con):
     job = load_job(JOBS / "disassociation_toy.toml")
     anon_duck.run(con, job)
     backend = DuckDBBackend(con)
-    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
-                                                    "item_chunks")}
+    tables = TOY_TABLES
     assert all(c.passed for c in audit(backend, tables, k=3, m=2))
     assert not {c.name: c for c in audit(backend, tables, k=4, m=2)}["disassociation_chunk_km"].passed
     con.execute("UPDATE toy_dis_record_chunks SET codes = ['296.00', '296.01', '296.02', '692.71'] "
@@ -282,8 +286,7 @@ def test_the_disjointness_check_in_slices_finds_what_one_slice_finds(con, monkey
     same order, with the same count, as one slice for the whole release."""
     from anon_duck.verifiers import disassociation as verifier
     anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
-    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
-                                                    "item_chunks")}
+    tables = TOY_TABLES
     # an item-chunk code of each cluster put in one of its record chunks too: a violation per cluster
     con.execute("""UPDATE toy_dis_record_chunks AS r SET codes = list_append(r.codes, i.code)
                    FROM (SELECT cluster_id, min(code) AS code FROM toy_dis_item_chunks GROUP BY ALL) AS i
@@ -308,8 +311,7 @@ def test_the_chunk_checks_in_slices_find_what_one_slice_finds(con, monkeypatch):
     no id is checked once, in the first slice."""
     from anon_duck.verifiers import disassociation as verifier
     anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
-    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
-                                                    "item_chunks")}
+    tables = TOY_TABLES
     # a rare code in the first subrecord of every record chunk (a k^m violation per chunk), a
     # repeated sub_id in every shared chunk, and a record chunk without an id
     con.execute("UPDATE toy_dis_record_chunks SET codes = list_append(codes, 'rare' || chunk_id) WHERE sub_id = 1")
@@ -343,8 +345,7 @@ def test_sub_ids_that_are_not_1_to_n_fail_the_shape_check(con, table, sub_id):
     """A chunk's sub_ids run 1..n without repeats: a NULL, a gap or a repeat in one subrecord
     (the count of subrecords unchanged) is named."""
     anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
-    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
-                                                    "item_chunks")}
+    tables = TOY_TABLES
     chunk = con.execute(f"SELECT min(chunk_id) FROM toy_dis_{table}").fetchone()[0]
     con.execute(f"UPDATE toy_dis_{table} SET sub_id = {sub_id} WHERE chunk_id = {chunk} AND sub_id = 2")
     rows = {c.name: c for c in audit(DuckDBBackend(con), tables, k=3, m=2)}["disassociation_chunk_rows"]
@@ -355,8 +356,7 @@ def test_a_chunk_id_of_a_record_and_a_shared_chunk_fails_the_shape_check(con):
     """The k^m check groups both tables' subrecords by chunk id, so one id for two chunks would
     pool their supports: the shape check names it."""
     anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
-    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
-                                                    "item_chunks")}
+    tables = TOY_TABLES
     con.execute("""UPDATE toy_dis_shared_chunks SET chunk_id = (SELECT min(chunk_id) FROM toy_dis_record_chunks)
                    WHERE chunk_id = (SELECT min(chunk_id) FROM toy_dis_shared_chunks)""")
     con.execute("""UPDATE toy_dis_shared_scope SET chunk_id = (SELECT min(chunk_id) FROM toy_dis_record_chunks)
@@ -638,8 +638,7 @@ def test_reconstructions_keep_chunks_and_draw_item_counts(con, mode, mean_401):
     from anon_duck.methods.disassociation.report import reconstruct
     job = load_job(JOBS / "disassociation_toy.toml")
     anon_duck.run(con, job)
-    tables = {s: ("main", f"toy_dis_{s}") for s in ("clusters", "record_chunks", "shared_chunks", "shared_scope",
-                                                    "item_chunks")}
+    tables = TOY_TABLES
     reconstruct(DuckDBBackend(con), tables, seed=5, n=400, k=3, mode=mode)
     counts = dict(con.execute(f"SELECT code, count(*) / 400.0 FROM {'.'.join(RECON)} GROUP BY code").fetchall())
     assert (counts["296.00"], counts["692.71"], counts["294.10"]) == (5, 4, 4)

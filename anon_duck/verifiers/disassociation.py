@@ -50,13 +50,24 @@ def audit(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, m: i
         return out
     names = {s: tables[s] for s in COLUMNS if s in tables}
     out += _chunk_checks(backend, names, k=k, m=m, limit=limit)
-    rows = backend.rows("verify disassociation_cluster_size", render(
-        "verify/disassociation_cluster_size.sql.j2", **names), {"k": k, "limit": max(limit, 1)})
-    total = int(rows[0][-1]) if rows else 0
-    out.append(CheckResult("disassociation_cluster_size", total == 0, total,
-                           [_evidence(("cluster_id", "n_records"), r) for r in rows[:limit]], {"k": k, "m": m}))
+    out.append(_cluster_size(backend, names["clusters"], k=k, m=m, limit=limit))
     out.append(_disjoint(backend, names, k=k, m=m, limit=limit))
     return out
+
+
+def _cluster_size(backend: Backend, clusters: Sequence[str], *, k: int, m: int, limit: int) -> CheckResult:
+    """Every cluster has at least k records (both audits: disassociation's and CBA's)."""
+    return _statement_check(backend, "disassociation_cluster_size", render(
+        "verify/disassociation_cluster_size.sql.j2", clusters=clusters), {"k": k}, ("cluster_id", "n_records"),
+        k=k, m=m, limit=limit)
+
+
+def _statement_check(backend: Backend, name: str, sql: str, bound: Mapping[str, Any], fields: Sequence[str], *,
+                     k: int, m: int, limit: int) -> CheckResult:
+    """A check that is one statement whose rows end with the violations' count."""
+    rows = backend.rows(f"verify {name}", sql, {**bound, "limit": max(limit, 1)})
+    total = int(rows[0][-1]) if rows else 0
+    return CheckResult(name, total == 0, total, [_evidence(fields, r) for r in rows[:limit]], {"k": k, "m": m})
 
 
 SLICE_CODE_ROWS = 4_000_000
@@ -188,15 +199,8 @@ def audit_cba(backend: Backend, tables: Mapping[str, Sequence[str]], *, k: int, 
         return out
     out.append(km_anonymity(backend, relation=tables["record_tokens"], id_col="record_id", code_col="token",
                             k=k, m=m, group_cols=("cluster_id",), limit=limit))
-    checks = [
-        ("disassociation_cluster_size", "verify/disassociation_cluster_size.sql.j2", {"clusters": tables["clusters"]},
-         {"k": k}, ("cluster_id", "n_records")),
-        ("cba_tokens", "verify/disassociation_cba_tokens.sql.j2",
-         {"record_tokens": tables["record_tokens"], "tokens": tables["tokens"]}, {}, ("problem", "what", "n")),
-    ]
-    for name, template, context, bound, fields in checks:
-        rows = backend.rows(f"verify {name}", render(template, **context), {**bound, "limit": max(limit, 1)})
-        total = int(rows[0][-1]) if rows else 0
-        violations = [dict(zip(fields, r)) for r in rows[:limit]]
-        out.append(CheckResult(name, total == 0, total, violations, {"k": k, "m": m}))
+    out.append(_cluster_size(backend, tables["clusters"], k=k, m=m, limit=limit))
+    out.append(_statement_check(backend, "cba_tokens", render(
+        "verify/disassociation_cba_tokens.sql.j2", record_tokens=tables["record_tokens"], tokens=tables["tokens"]),
+        {}, ("problem", "what", "n"), k=k, m=m, limit=limit))
     return out
