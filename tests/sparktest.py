@@ -23,7 +23,8 @@ def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if not shutil.which("java"):
         pytest.skip("Spark needs Java 17+, and no java is on PATH")
     from anon_duck.backend.spark import SparkBackend, spark_session
-    session = spark_session(tmp_path_factory.mktemp("warehouse"), master="local[2]")
+    session = spark_session(tmp_path_factory.mktemp("warehouse"), master="local[2]",
+                            config={"spark.driver.defaultJavaOptions": MODULE_JVM_OPTIONS})
     session.conf.set("spark.sql.shuffle.partitions", "2")
     # tiny tables: adaptive planning and whole-stage code generation cost more than they save
     session.conf.set("spark.sql.adaptive.enabled", "false")
@@ -35,12 +36,19 @@ def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         session.stop()
 
 
+# The serial collector: a module's session shares 2 cores with the other xdist worker, where the
+# parallel collector's threads cost more CPU than they save. tests/test_spark_engine.py alone:
+# 302 s of machine CPU (170 s wall) with Spark's default, 266 s (159 s) with this. It applies to
+# the worker's JVM from its first session on (a process keeps its JVM when a session stops).
+MODULE_JVM_OPTIONS = "-XX:+UseSerialGC"
+
+
 # A Spark JVM that lives a minute or two (the CLI's, started by a test in a subprocess) spends
 # much of its CPU compiling with C2 and in the parallel collector's threads: with C1 only and the
 # serial collector, three toy runs on a fresh local[2] session took 60 s of JVM CPU, not 97-100 s.
 # A module's session lives for many minutes, where C2's code pays back: seven toy runs three times
 # over took 392 s of JVM CPU by default and 491 s with these options (the later rounds 110-114 s
-# against 165-177 s), so the module sessions above keep Spark's defaults.
+# against 165-177 s), so the module sessions above keep C2 (MODULE_JVM_OPTIONS).
 SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
