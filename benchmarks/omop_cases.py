@@ -4,16 +4,18 @@ method from ``[input.omop] path =``: ``run`` timed, then ``verify``, ``risk`` an
 to 100K persons: :data:`REPORT_UP_TO`) each timed on the published release, with the process's
 CPU time and peak RSS. Methods that work per person set (disassociation, longitudinal, ArtUC)
 run partitioned from 100K persons on (``partition_size``; docs/scale.md), as a steward would
-at that size."""
+at that size. Each case works in a database file of its own (:func:`database_file`)."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import resource
+import tempfile
 import time
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from anon_duck.job import Job, job_from_dict
 
@@ -77,6 +79,17 @@ def job_on_cdm(doc: dict[str, Any], scale: float, folder: Path | None = None) ->
     return job
 
 
+@contextlib.contextmanager
+def database_file() -> Iterator[str]:
+    """A new DuckDB file in a temporary folder, removed with the folder after the case. A
+    health system's CDM lives in a database, not in the memory of one process: under the 4 GB
+    memory_limit DuckDB can drop a file's clean pages and read them again, where an in-memory
+    database must spill its tables (the input's 50M events and the release at 1M persons) to
+    temporary files before any query may use the memory."""
+    with tempfile.TemporaryDirectory(prefix="omop_cdm_") as folder:
+        yield str(Path(folder) / "cdm.duckdb")
+
+
 def _cpu() -> float:
     """CPU seconds of this process and of its children that have ended (the fragments' worker
     processes, anon_duck/backend/fragment_pool.py, end with the run that started them)."""
@@ -99,7 +112,7 @@ def _omop_case(method: str) -> Callable[[float], dict[str, Any]]:
     def run_case(scale: float) -> dict[str, Any]:
         from anon_duck import api
         job = omop_job(method, scale)
-        with connect() as con:
+        with database_file() as database, connect(database) as con:
             sampler = TreeSampler(os.getpid(), _role).start()
             cpu0 = _cpu()
             seconds, result = _timed(lambda: api.run(con, job))
