@@ -63,11 +63,11 @@ def _cluster_size(backend: Backend, clusters: Sequence[str], *, k: int, m: int, 
 
 
 def _statement_check(backend: Backend, name: str, sql: str, bound: Mapping[str, Any], fields: Sequence[str], *,
-                     k: int, m: int, limit: int) -> CheckResult:
+                     limit: int, **detail: int) -> CheckResult:
     """A check that is one statement whose rows end with the violations' count."""
     rows = backend.rows(f"verify {name}", sql, {**bound, "limit": max(limit, 1)})
     total = int(rows[0][-1]) if rows else 0
-    return CheckResult(name, total == 0, total, [_evidence(fields, r) for r in rows[:limit]], {"k": k, "m": m})
+    return CheckResult(name, total == 0, total, [_evidence(fields, r) for r in rows[:limit]], detail)
 
 
 SLICE_CODE_ROWS = 4_000_000
@@ -142,14 +142,11 @@ def completeness(backend: Backend, tables: Mapping[str, Sequence[str]], *, codes
     agree: exactly where the release shows them (record and shared chunks), within the bounds
     an item chunk allows (1 to min(k - 1, cluster size) records per cluster) where it hides them
     (``sql/verify/disassociation_completeness.sql.j2``)."""
-    fields = ("code", "input_records", "subrecords", "item_clusters", "problem")
-    rows = backend.rows("verify disassociation_completeness", render(
+    return _statement_check(backend, "disassociation_completeness", render(
         "verify/disassociation_completeness.sql.j2", codes=codes, clusters=tables["clusters"],
         record_chunks=tables["record_chunks"], shared_chunks=tables["shared_chunks"],
-        item_chunks=tables["item_chunks"]), {"k": k, "limit": max(limit, 1)})
-    total = int(rows[0][-1]) if rows else 0
-    return CheckResult("disassociation_completeness", total == 0, total,
-                       [dict(zip(fields, r)) for r in rows[:limit]])
+        item_chunks=tables["item_chunks"]), {"k": k},
+        ("code", "input_records", "subrecords", "item_clusters", "problem"), limit=limit)
 
 
 def _evidence(fields: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
