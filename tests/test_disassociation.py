@@ -648,6 +648,27 @@ def test_reconstructions_keep_chunks_and_draw_item_counts(con, mode, mean_401):
     assert pair == 3
 
 
+@pytest.mark.parametrize("mode", ["uniform", "one", "below_k"])
+def test_a_reconstruction_of_some_codes_keeps_their_rows_of_the_whole_one(con, mode):
+    """The report reconstructs only the codes its queries and constraints read
+    (``reconstruct(codes=...)``): every row it keeps is a row of the whole reconstruction, and
+    it keeps all of those codes' rows (a record-chunk, a shared-chunk and an item-chunk code)."""
+    from anon_duck.methods.disassociation.encoding import CODE
+    from anon_duck.methods.disassociation.report import RECON_CODES, reconstruct
+    anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
+    backend, recon = DuckDBBackend(con), ".".join(RECON)
+    reconstruct(backend, TOY_TABLES, seed=5, n=50, k=3, mode=mode)
+    whole = con.execute(f"SELECT * FROM {recon}").fetchall()
+    codes = sorted({row[3] for row in whole})
+    backend.write_table(CODE, {"code": np.asarray(codes), "cid": np.arange(len(codes))})
+    kept = {"296.00", "834.0", "401.0"}
+    backend.write_table(RECON_CODES, {"cid": np.asarray([codes.index(c) for c in sorted(kept)])})
+    reconstruct(backend, TOY_TABLES, seed=5, n=50, k=3, mode=mode, codes=RECON_CODES)
+    part = con.execute(f"SELECT * FROM {recon}").fetchall()
+    assert sorted(part) == sorted(row for row in whole if row[3] in kept)
+    assert {row[3] for row in part} == kept and len(part) < len(whole)
+
+
 # ------------------------------------------------------------------------------------------
 # completeness (issue #16 item 11b): the privacy audit sees only the release, so a code the
 # method lost would pass it; the completeness check compares the release with the input

@@ -38,6 +38,7 @@ from .workload import WORKLOAD, kept_codes, workloads, write_workload
 
 RECON, POLICY = scratch("dis_recon"), scratch("dis_policy")
 RECORD_CODES, SHARED_CODES = scratch("dis_record_codes"), scratch("dis_shared_codes")
+RECON_CODES = scratch("dis_recon_codes")
 MRE_BINS = ((-math.inf, -0.10), (-0.10, -0.05), (-0.05, -0.025), (-0.025, 0.0), (0.0, 0.025), (0.025, 0.05),
             (0.05, math.inf))
 MRE_BIN_LABELS = ("(-inf,-10%)", "[-10%,-5%)", "[-5%,-2.5%)", "[-2.5%,0%]", "(0%,2.5%)", "[2.5%,5%)", "[5%,inf)")
@@ -59,11 +60,13 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
         if baseline:
             out["are"][name]["baseline"] = generalized_are(backend, baseline, queries, by_size=by_size)
     if params.reconstructions:
+        policy = build_policy(backend, job, params, rec)
+        read = {c for q in w1 + w2 for c in q} | set(np.flatnonzero(policy.constraint_of >= 0).tolist())
+        backend.write_table(RECON_CODES, {"cid": np.asarray(sorted(read), dtype=np.int64)})
         reconstruct(backend, tables, seed=job.release.seed, n=params.reconstructions, k=params.k,
-                    mode=params.item_count)
+                    mode=params.item_count, codes=RECON_CODES)
         for name, queries, by_size in (("W1", w1, True), ("W2", w2, False)):
             out["are"][name] |= are(backend, queries, params.reconstructions, by_size=by_size)
-        policy = build_policy(backend, job, params, rec)
         out["mre"] = mre(backend, rec, policy.constraint_of, params.reconstructions)
     if baseline:
         out["baseline_release"] = params.baseline_release
@@ -131,12 +134,16 @@ def _baseline_tables(backend: Backend, job: Job, name: str) -> dict[str, tuple[s
 
 
 def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed: int, n: int, k: int,
-                mode: str) -> None:
-    """Digest §2.6: ``n`` reconstructions into scratch ``dis_recon(recon_id, cluster_id, row_no, code)``."""
+                mode: str, codes: tuple[str, ...] | None = None) -> None:
+    """Digest §2.6: ``n`` reconstructions into scratch ``dis_recon(recon_id, cluster_id, row_no, code)``,
+    with ``codes`` (a table of code numbers ``cid``) only the rows of those codes, each where the
+    whole reconstruction has it: the report's queries and constraints read a share of the
+    codes, and on a dense CDM the query counts joined every code's rows (docs/scale.md)."""
     backend.run("disassociation: reconstructions", render(
         "disassociation/reconstruct.sql.j2", target=RECON, clusters=tables["clusters"],
         record_chunks=tables["record_chunks"], shared_chunks=tables["shared_chunks"],
-        shared_scope=tables["shared_scope"], item_chunks=tables["item_chunks"], mode=mode),
+        shared_scope=tables["shared_scope"], item_chunks=tables["item_chunks"], mode=mode, code=CODE,
+        codes=codes),
         {"seed": str(seed), "n": n, **({"k": k} if mode == "below_k" else {})})
 
 
