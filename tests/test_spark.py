@@ -25,7 +25,7 @@ from anon_duck.job import load_job
 from anon_duck.sqlrender import recording, template_names
 
 from conftest import ALL_JOBS, JOBS
-from sparktest import copied_to_duckdb, copy_to_spark, local_spark, same, verdicts
+from sparktest import copied_to_duckdb, copy_to_spark, local_spark, same, table_names, verdicts
 
 
 def test_statements_become_spark_steps():
@@ -165,7 +165,7 @@ def test_every_method_runs_on_spark_and_duckdb_accepts_its_release(spark, job_fi
     assert verdicts(checked[-1:]) == verdicts([anon_duck.release.check_views(spark, job)])     # analyst_views
     assert checked[-1].name == "analyst_views" and checked[-1].passed
     assert not spark.scratch_tables(("temp", "main", "_ad_"))          # the session's scratch is gone
-    assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]  # and staging
+    assert not [t for t in table_names(spark) if t.startswith("_ad_")]  # and staging
     fresh = duckdb.connect()
     anon_duck.run(fresh, job)
     files = {engine: anon_duck.export(c, job, tmp_path / f"{engine}.parquet")

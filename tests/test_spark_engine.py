@@ -24,7 +24,7 @@ from anon_duck.sqlrender import environment, render
 from anon_duck.verifiers import k_anonymity, kkm_anonymity, km_anonymity, l_diversity, lkc_privacy
 
 from conftest import JOBS
-from sparktest import copied_to_duckdb, copy_to_spark, local_spark, same, verdicts
+from sparktest import copied_to_duckdb, copy_to_spark, local_spark, same, table_names, verdicts
 
 
 @pytest.fixture(scope="module")
@@ -203,14 +203,14 @@ def test_partitioned_runs_in_spark_executors_publish_what_duckdb_publishes(spark
 
 def test_fragments_run_one_task_each_with_adaptive_execution_on(spark):
     """Issue #31: with Spark's settings as the CLI starts a session (adaptive execution and
-    whole-stage code generation on), a partitioned run of three fragments runs three tasks,
+    code generation on), a partitioned run of three fragments runs three tasks,
     two at a time on local[2]; its release is the one DuckDB alone publishes. Counted by the
     status tracker, in the fragments' job group."""
     from anon_duck.backend.spark.fragments import JOB_GROUP
     from test_partition import _codes_job, _sized
 
     session = spark.spark
-    defaults = ("spark.sql.adaptive.enabled", "spark.sql.codegen.wholeStage")
+    defaults = ("spark.sql.adaptive.enabled", "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
     before = {key: session.conf.get(key) for key in defaults}
     tracker = session.sparkContext.statusTracker()
     con = duckdb.connect()
@@ -335,7 +335,7 @@ def test_a_failed_publication_on_spark_keeps_the_previous_release(spark, monkeyp
         anon_duck.run(spark.spark, job.with_params(k=3))
     assert sorted(map(tuple, spark.spark.table("kept_on_spark_release").collect())) == before
     assert json.loads(dict(spark.rows("meta", "SELECT key, value FROM main.kept_on_spark_meta"))["params"])["k"] == 2
-    assert not [t.name for t in spark.spark.catalog.listTables() if t.name.startswith("_ad_")]
+    assert not [t for t in table_names(spark) if t.startswith("_ad_")]
 
 
 def test_a_release_schema_on_spark_is_a_database_holding_the_whole_release(spark, tmp_path):
@@ -344,13 +344,13 @@ def test_a_release_schema_on_spark_is_a_database_holding_the_whole_release(spark
     current database; it verifies and exports as DuckDB exports the same job."""
     job = load_job(JOBS / "artuc_toy.toml").with_release("in_schema")
     job = dataclasses.replace(job, release=dataclasses.replace(job.release, schema="deid"))
-    before = {t.name for t in spark.spark.catalog.listTables()}
+    before = table_names(spark)
     on_spark = anon_duck.run(spark.spark, job)
     assert on_spark.verified and all(c.passed for c in anon_duck.verify(spark.spark, job))
     names = anon_duck.release.ReleaseNames(job.release.name)
-    assert {t.name for t in spark.spark.catalog.listTables("deid")} == \
+    assert table_names(spark, "deid") == \
         {*on_spark.tables, names.meta, *(names.view(v) for v in anon_duck.release.analyst_views(job))}
-    assert {t.name for t in spark.spark.catalog.listTables()} == before
+    assert table_names(spark) == before
     fresh = duckdb.connect()
     anon_duck.run(fresh, job)
     mine = {f.name: f.read_text() for f in anon_duck.export(spark.spark, job, tmp_path / "spark.csv")}
