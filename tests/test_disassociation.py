@@ -653,16 +653,16 @@ def test_a_reconstruction_of_some_codes_keeps_their_rows_of_the_whole_one(con, m
     """The report reconstructs only the codes its queries and constraints read
     (``reconstruct(codes=...)``): every row it keeps is a row of the whole reconstruction, and
     it keeps all of those codes' rows (a record-chunk, a shared-chunk and an item-chunk code)."""
-    from anon_duck.methods.disassociation.encoding import CODE
     from anon_duck.methods.disassociation.report import RECON_CODES, reconstruct
-    anon_duck.run(con, load_job(JOBS / "disassociation_toy.toml"))
+    job = load_job(JOBS / "disassociation_toy.toml")
+    anon_duck.run(con, job)
     backend, recon = DuckDBBackend(con), ".".join(RECON)
+    inputs = prepare(backend, job)
+    index = encode(backend, inputs.person, job.dataset.id, inputs.codes).index_of()    # the report's dictionary
     reconstruct(backend, TOY_TABLES, seed=5, n=50, k=3, mode=mode)
     whole = con.execute(f"SELECT * FROM {recon}").fetchall()
-    codes = sorted({row[3] for row in whole})
-    backend.write_table(CODE, {"code": np.asarray(codes), "cid": np.arange(len(codes))})
     kept = {"296.00", "834.0", "401.0"}
-    backend.write_table(RECON_CODES, {"cid": np.asarray([codes.index(c) for c in sorted(kept)])})
+    backend.write_table(RECON_CODES, {"cid": np.asarray([index[c] for c in sorted(kept)], dtype=np.int64)})
     reconstruct(backend, TOY_TABLES, seed=5, n=50, k=3, mode=mode, codes=RECON_CODES)
     part = con.execute(f"SELECT * FROM {recon}").fetchall()
     assert sorted(part) == sorted(row for row in whole if row[3] in kept)
