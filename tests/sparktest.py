@@ -45,7 +45,12 @@ def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 # parallel collector's threads cost more CPU than they save. tests/test_spark_engine.py alone:
 # 302 s of machine CPU (170 s wall) with Spark's default, 266 s (159 s) with this. It applies to
 # the worker's JVM from its first session on (a process keeps its JVM when a session stops).
-MODULE_JVM_OPTIONS = "-XX:+UseSerialGC"
+# Compiling is most of the JVM's CPU: Flight Recorder counted 60,672 JIT compiles taking 138 s in
+# test_spark_engine.py's 261 s of machine CPU, for query planning code that mostly runs a few
+# times. Thresholds 8 times Java's defaults compile only what runs often: the two Spark modules
+# side by side took 560 s of machine CPU (341 s wall) against 608 s (346 s) with the defaults
+# (x20: 582 s; x100 ran slower, interpreting; C1 only is slower still, see below).
+MODULE_JVM_OPTIONS = "-XX:+UseSerialGC -XX:CompileThresholdScaling=8"
 
 
 # A Spark JVM that lives a minute or two (the CLI's, started by a test in a subprocess) spends
