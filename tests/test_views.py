@@ -83,19 +83,52 @@ def test_the_events_view_check_reads_drawn_patients_and_every_row_count(released
     ids = [r[0] for r in con.execute(f'SELECT DISTINCT release_id FROM "{name}_events" ORDER BY 1').fetchall()]
     assert len(drawn) == 2 and set(drawn) < set(ids)
     undrawn = min(set(ids) - set(drawn))
+    _sampled_check_catches(con, job, changed=f"SELECT * REPLACE (CASE WHEN release_id = {drawn[0]} AND pos = 1 "
+                                             f"THEN age || '?' ELSE age END AS age) FROM kept",
+                           dropped=f"SELECT * FROM kept WHERE release_id <> {undrawn} OR pos > 1")
+
+
+def _sampled_check_catches(con: duckdb.DuckDBPyConnection, job, *, changed: str, dropped: str) -> None:
+    """The release's view, renamed ``kept``, replaced by ``changed`` (one row of a drawn value
+    changed: 2 groups differ) and then by ``dropped`` (one row of an undrawn value left out:
+    the row counts differ); the view is restored after, and verify passes again."""
+    name = job.release.name
     con.execute(f'ALTER VIEW "{name}" RENAME TO kept')
     try:
-        con.execute(f'CREATE VIEW "{name}" AS SELECT * REPLACE (CASE WHEN release_id = {drawn[0]} AND pos = 1 '
-                    f'THEN age || \'?\' ELSE age END AS age) FROM kept')
-        check = anon_duck.verify(con, job)[-1]
-        assert check.violations == [{"view": name, "problem": "2 group(s) of equal rows differ from its definition"}]
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM kept WHERE release_id <> {undrawn} OR pos > 1')
-        check = anon_duck.verify(con, job)[-1]
-        assert check.violations == [{"view": name, "problem": "1 group(s) of equal rows differ from its definition"}]
+        for sql, differing in ((changed, 2), (dropped, 1)):
+            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {sql}')
+            check = anon_duck.verify(con, job)[-1]
+            assert check.violations == [{"view": name, "problem": f"{differing} group(s) of equal rows differ from "
+                                                                  f"its definition"}]
     finally:
         con.execute(f'DROP VIEW "{name}"')
         con.execute(f'ALTER VIEW kept RENAME TO "{name}"')
     assert anon_duck.verify(con, job)[-1].passed
+
+
+def test_the_records_view_check_reads_drawn_clusters_and_every_row_count(released, monkeypatch):
+    """Disassociation's records view lists every subrecord with its codes' labels (11M labels
+    at 10^6 persons): verify compares the rows of 256 clusters drawn by the release seed, and
+    the row counts. A change in a drawn cluster's rows fails; so does a subrecord left out of
+    an undrawn cluster (1 drawn here, of the toy's clusters)."""
+    from anon_duck.backend.duckdb import DuckDBBackend
+    from anon_duck.methods.base import AnalystView, ViewSample
+    from anon_duck.release.views import view_sample
+    con, job = released["disassociation_toy"], load_job(JOBS / "disassociation_toy.toml")
+    method, name = get_method(job.method), job.release.name
+    records = method.views[0]
+    assert records.sample.size == 256
+    monkeypatch.setattr(method, "views", (AnalystView("", records.template, sample=ViewSample(records.sample.template,
+                                                                                                size=1)),))
+    (drawn,) = view_sample(DuckDBBackend(con), job, method.views[0]).values()
+    clusters = {r[0] for r in con.execute(f'SELECT cluster_id FROM "{name}_record_chunks"').fetchall()}
+    assert drawn in clusters and len(clusters) > 1
+    undrawn = min(clusters - {drawn})
+    first = f"(SELECT min((cluster_id, chunk_id, sub_id)) FROM kept WHERE cluster_id = {{}})"
+    _sampled_check_catches(con, job, changed=f"SELECT * REPLACE (CASE WHEN (cluster_id, chunk_id, sub_id) = "
+                                             f"{first.format(drawn)} THEN code_labels || ['?'] ELSE code_labels "
+                                             f"END AS code_labels) FROM kept",
+                           dropped=f"SELECT * FROM kept WHERE (cluster_id, chunk_id, sub_id) <> {first.format(undrawn)}")
 
 
 def test_a_user_table_named_like_the_view_is_never_overwritten(tmp_path):

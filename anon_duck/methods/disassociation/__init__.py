@@ -68,7 +68,8 @@ def disassociate(rec: Records, policy: Policy, params: DisParams, progress: Prog
 class Disassociation:
     name = "disassociation"
     summary = f"disassociation of set-valued codes into k^m-anonymous chunks (HORPART, VERPART, REFINE; {cite('disassociation')})"
-    views = (AnalystView("", "views/disassociation_records.sql.j2"),
+    views = (AnalystView("", "views/disassociation_records.sql.j2",
+                         sample=ViewSample("views/disassociation_clusters.sql.j2", size=256)),
              AnalystView("terms", "views/disassociation_terms.sql.j2"),
              AnalystView("support", "views/disassociation_support.sql.j2",
                          sample=ViewSample("views/disassociation_codes.sql.j2")))
