@@ -34,9 +34,9 @@ candidates' worth of similar persons (fragments.py sorts them by QIs, then event
 PARTITIONED_FROM = 100_000
 REPORT_UP_TO = 100_000
 """Persons up to which a case also times ``report``. The reports' utility workloads grow with
-the persons, each query over every reconstruction: at 100K persons disassociation's took 199 s
-and longitudinal's 110 s against runs of 29 s and 156 s (BENCHMARKS.md), so at 1M they would add
-about an hour per method to a step that measures issue #31's run + verify target."""
+the persons, each query over every reconstruction: at 100K persons disassociation's took 278 s
+and longitudinal's 150 s against runs of 35 s and 229 s (BENCHMARKS.md), so at 1M they would add
+about 45 and 25 minutes to a step that measures issue #31's run + verify target."""
 # ArtUC is not among them: on this shape (dense code sets) it is strongly super-linear, 433 s at
 # 1,000 persons (benchmarks/utility.md), so a step of 10K persons could not finish; the utility
 # benchmark measures it on 500 persons (benchmarks/utility/cases.py MAX_PERSONS).
