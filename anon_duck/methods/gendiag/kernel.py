@@ -192,7 +192,7 @@ def _setup(n: int, local: np.ndarray, start: np.ndarray, block: np.ndarray) -> t
             sorder, salive, shead)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _step_4_itemset(queue: np.ndarray, q: int, gamma: int, rep: np.ndarray, p: np.ndarray) -> int:
     """Step 4: the next itemset of Q, canonicalized as the distinct current tokens of its codes
     (suppressed codes left out). Returns its size; the tokens are ``p[:n_p]``."""
@@ -304,7 +304,7 @@ def _step_6_best_pair(p: np.ndarray, n_p: int, opt_u: np.ndarray, opt_z: np.ndar
         if tsize[u] + z != least:
             continue
         b = tblock[u]
-        _and_of(rows, everyone, p, n_p, u, -1, rest)
+        _and_of(rows, everyone, p, n_p, u, u, rest)       # u alone left out (a constant would compile apart)
         # candidates u': the tokens of size z in u's block. Singletons (z = 1, the usual
         # case) are visited by support, highest first, so the scan stops at the first
         # one whose bound cannot reach the best pair; larger tokens by a full scan

@@ -399,11 +399,12 @@ def nearest(x: tuple, lower: np.ndarray, rest: np.ndarray, unmatched: np.ndarray
     sums = np.empty((ids.size, 3), dtype=np.int64)
     best = np.array([_DEAD, _DEAD, -1], dtype=np.int64)
     shared = best[:1].copy()
-    nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, True, cut, best, shared,
-                 sums, 0, ids.size)
+    # the flags as np.bool_, not constants: numba would compile nearest_pass once per constant
+    nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, np.bool_(True), cut, best,
+                 shared, sums, 0, ids.size)
     if best[0] > cut:
-        nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, False, cut, best,
-                     shared, sums, 0, ids.size)
+        nearest_pass(x, lower, rest, unmatched, sup_x, ids, start, flat, y, sup_y, count, head, np.bool_(False), cut,
+                     best, shared, sums, 0, ids.size)
     return best[2]
 
 
@@ -496,7 +497,7 @@ def farthest_cut(sup_x: int, ids: np.ndarray, sup_y: np.ndarray, count: np.ndarr
     bound = np.empty(ids.size, dtype=np.int64)
     for c in range(ids.size):
         bound[c] = -(sup_y[ids[c]] + sup_x) if count[ids[c]] else _DEAD
-    return bound, _sample_cut(bound, FIRST_ROUND)
+    return bound, _sample_cut(bound, np.int64(FIRST_ROUND))     # not the constant: one compile of _sample_cut
 
 
 @njit(cache=True, nogil=True)
