@@ -124,7 +124,7 @@ def test_the_records_view_check_reads_drawn_clusters_and_every_row_count(release
     clusters = {r[0] for r in con.execute(f'SELECT cluster_id FROM "{name}_record_chunks"').fetchall()}
     assert drawn in clusters and len(clusters) > 1
     undrawn = min(clusters - {drawn})
-    first = f"(SELECT min((cluster_id, chunk_id, sub_id)) FROM kept WHERE cluster_id = {{}})"
+    first = "(SELECT min((cluster_id, chunk_id, sub_id)) FROM kept WHERE cluster_id = {})"
     _sampled_check_catches(con, job, changed=f"SELECT * REPLACE (CASE WHEN (cluster_id, chunk_id, sub_id) = "
                                              f"{first.format(drawn)} THEN code_labels || ['?'] ELSE code_labels "
                                              f"END AS code_labels) FROM kept",
