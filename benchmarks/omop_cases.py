@@ -1,8 +1,7 @@
 """Bench cases on an OMOP CDM shaped like a health system's (issue #31): 10,000 × scale persons
 with ~50 condition events each over 2,000 concepts (benchmarks/generators/omop_cdm.py), every
-method from ``[input.omop] path =``: ``run`` timed, then ``verify``, ``risk`` and ``report`` (up
-to 100K persons: :data:`REPORT_UP_TO`) each timed on the published release, with the process's
-CPU time and peak RSS. Methods that work per person set (disassociation, longitudinal, ArtUC)
+method from ``[input.omop] path =``: ``run`` timed, then ``verify``, ``risk`` and ``report`` each
+timed on the published release, with the process's CPU time and peak RSS. Methods that work per person set (disassociation, longitudinal, ArtUC)
 run partitioned from 100K persons on (``partition_size``; docs/scale.md), as a steward would
 at that size. Each case works in a database file of its own (:func:`database_file`)."""
 from __future__ import annotations
@@ -32,11 +31,6 @@ this CDM 2.8, 3.4, 4.8 and 12.3 ms per person unpartitioned at 1K, 2K, 5K and 10
 (one run each, on the shared 2-core machine); 2,000 keeps a fragment's clusters among 400
 candidates' worth of similar persons (fragments.py sorts them by QIs, then events)."""
 PARTITIONED_FROM = 100_000
-REPORT_UP_TO = 100_000
-"""Persons up to which a case also times ``report``. The reports' utility workloads grow with
-the persons, each query over every reconstruction: at 100K persons disassociation's took 278 s
-and longitudinal's 150 s against runs of 35 s and 229 s (BENCHMARKS.md), so at 1M they would add
-about 45 and 25 minutes to a step that measures issue #31's run + verify target."""
 # ArtUC is not among them: on this shape (dense code sets) it is strongly super-linear, 433 s at
 # 1,000 persons (benchmarks/utility.md), so a step of 10K persons could not finish; the utility
 # benchmark measures it on 500 persons (benchmarks/utility/cases.py MAX_PERSONS).
@@ -119,7 +113,7 @@ def _omop_case(method: str) -> Callable[[float], dict[str, Any]]:
             cpu = _cpu() - cpu0
             verify_s, checks = _timed(lambda: api.verify(con, job))
             risk_s, _ = _timed(lambda: api.risk(con, job))
-            report_s = _timed(lambda: api.report(con, job))[0] if persons(scale) <= REPORT_UP_TO else None
+            report_s = _timed(lambda: api.report(con, job))[0]
             roles = sampler.stop()
             workers = roles.get("workers", RolePeaks())
             return {"seconds": seconds, "cpu_s": cpu, "verify_s": verify_s, "run_verify_s": seconds + verify_s,

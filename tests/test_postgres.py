@@ -16,6 +16,7 @@ from anon_duck.job import load_job
 from anon_duck.jobspec import Settings
 
 from conftest import JOBS
+from sparktest import same
 
 TOY_JOBS = sorted(p.name for p in JOBS.glob("toy_*.toml")) + sorted(p.name for p in JOBS.glob("*_toy.toml"))
 
@@ -38,6 +39,7 @@ def test_a_toy_job_on_postgres_verifies_and_exports_what_duckdb_exports(pg, job_
         assert [f.name for f in files["pg"]] == [f.name for f in files["duckdb"]] and files["pg"]
         for mine, theirs in zip(files["pg"], files["duckdb"]):
             assert mine.read_bytes() == theirs.read_bytes(), mine.name
+    same(anon_duck.report(pg, job), anon_duck.report(duck, job))              # and the same report
     assert not backend_for(pg).scratch_tables(("temp", "main", "_ad_"))     # the session's scratch is gone
     assert not pg.info.transaction_status                                    # and no transaction is left open
 

@@ -46,7 +46,7 @@ from .encoding import CODE, PAIR, RECORD, Records, encode
 from .horpart import horpart, merge_small
 from .params import SHARED_PARAMS, check_shared
 from .policy import build_policy
-from .workload import WORKLOAD, kept_codes, workloads, write_workload
+from .workload import WORKLOAD, kept_codes, largest, workloads, write_workload
 
 PARTITIONS = ("global", "horpart")
 PARAMS = (
@@ -224,7 +224,7 @@ def generalized_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], que
         return {"queries": 0}
     qid = write_workload(backend, queries)
     r = backend.fetch("cba: query counts", render(
-        "disassociation/cba_query_errors.sql.j2", workload=WORKLOAD, pair=PAIR, code=CODE,
+        "disassociation/cba_query_errors.sql.j2", workload=WORKLOAD, pair=PAIR, code=CODE, max_size=largest(queries),
         record_tokens=tables["record_tokens"], tokens=tables["tokens"]))
     err = np.zeros(int(qid.max()) + 1)
     err[r["qid"].astype(int)] = r["rel_error"]

@@ -20,7 +20,7 @@ reported next to Dis's (seed 001 §6.3, Fig. 13).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -34,11 +34,12 @@ from .encoding import CODE, PAIR, Records, encode
 from .params import DisParams
 from .cba import generalized_are
 from .policy import build_policy
-from .workload import WORKLOAD, kept_codes, workloads, write_workload
+from .workload import WORKLOAD, kept_codes, largest, workloads, write_workload
 
 RECON, POLICY = scratch("dis_recon"), scratch("dis_policy")
 RECORD_CODES, SHARED_CODES = scratch("dis_record_codes"), scratch("dis_shared_codes")
-RECON_CODES = scratch("dis_recon_codes")
+RECON_CODES, RAREST = scratch("dis_recon_codes"), scratch("dis_rarest")
+SHARED_FACTORS = scratch("dis_shared_factors")
 MRE_BINS = ((-math.inf, -0.10), (-0.10, -0.05), (-0.05, -0.025), (-0.025, 0.0), (0.0, 0.025), (0.025, 0.05),
             (0.05, math.inf))
 MRE_BIN_LABELS = ("(-inf,-10%)", "[-10%,-5%)", "[-5%,-2.5%)", "[-2.5%,0%]", "(0%,2.5%)", "[2.5%,5%)", "[5%,inf)")
@@ -65,8 +66,11 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
         backend.write_table(RECON_CODES, {"cid": np.asarray(sorted(read), dtype=np.int64)})
         reconstruct(backend, tables, seed=job.release.seed, n=params.reconstructions, k=params.k,
                     mode=params.item_count, codes=RECON_CODES)
+        sizes = backend.fetch("disassociation: cluster sizes", render("disassociation/cluster_sizes.sql.j2",
+                                                                      clusters=tables["clusters"]))
+        slices = _slices(sizes, params.reconstructions * _candidate_rows(rec, w1 + w2), RECON_SLICE_ROWS)
         for name, queries, by_size in (("W1", w1, True), ("W2", w2, False)):
-            out["are"][name] |= are(backend, queries, params.reconstructions, by_size=by_size)
+            out["are"][name] |= are(backend, queries, params.reconstructions, slices, by_size=by_size)
         out["mre"] = mre(backend, rec, policy.constraint_of, params.reconstructions)
     if baseline:
         out["baseline_release"] = params.baseline_release
@@ -83,10 +87,7 @@ def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec: R
         return {"queries": 0}
     qid = write_workload(backend, queries)
     expected = expected_counts(backend, tables, rec, queries, qid, mode=mode, k=k)
-    c_o = backend.fetch("disassociation: original counts", render(
-        "disassociation/original_counts.sql.j2", workload=WORKLOAD, pair=PAIR))
-    original = np.zeros(expected.size)
-    original[c_o["qid"].astype(int)] = c_o["c_o"]
+    original = original_counts(backend, queries, expected.size)
     err = (np.abs(expected - original) / original)[qid]
     out: dict[str, Any] = {"queries": len(queries), "are": float(err.mean())}
     if by_size:
@@ -106,9 +107,11 @@ def expected_counts(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec
         backend.run("disassociation: query subrecords", render(
             "disassociation/query_subrecords.sql.j2", target=target, workload=WORKLOAD, code=CODE, chunks=chunks,
             shared=shared))
+    backend.write_table(RAREST, _rarest(rec, queries, qid, n_uniq))
+    shared_factors(backend, tables)
     sql = render("disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE, clusters=tables["clusters"],
-                 record_codes=RECORD_CODES, shared_codes=SHARED_CODES, shared_scope=tables["shared_scope"],
-                 item_chunks=tables["item_chunks"], mode=mode)
+                 record_codes=RECORD_CODES, shared_factors=SHARED_FACTORS, shared_scope=tables["shared_scope"],
+                 item_chunks=tables["item_chunks"], rarest=RAREST, mode=mode)
     bound = {"k": k} if mode == "below_k" else {}
     expected = np.zeros(n_uniq)
     sizes = backend.fetch("disassociation: cluster sizes", render("disassociation/cluster_sizes.sql.j2",
@@ -117,6 +120,34 @@ def expected_counts(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec
         part = backend.fetch("disassociation: expected counts", sql, {"lo": lo, "hi": hi, **bound})
         np.add.at(expected, part["qid"].astype(np.int64), part["e_count"].astype(float))
     return expected
+
+
+def shared_factors(backend: Backend, tables: Mapping[str, tuple[str, ...]]) -> None:
+    """Scratch ``dis_shared_factors`` (:file:`sql/disassociation/shared_factors.sql.j2`): every
+    query's factor of every shared chunk, once, in ranges of chunk ids of at most
+    :data:`EXPECTED_SLICE_ROWS` rows each (the chunk ids are spread evenly over the ranges)."""
+    n_rows, lo, hi = backend.rows("disassociation: shared factor rows", render(
+        "disassociation/shared_factor_rows.sql.j2", workload=WORKLOAD, shared_codes=SHARED_CODES))[0]
+    lo, hi = int(lo or 0), int(hi or 0)
+    n = min(max(1, -(-int(n_rows) // EXPECTED_SLICE_ROWS)), hi - lo + 1)
+    cuts = np.linspace(lo, hi + 1, n + 1).astype(np.int64)
+    for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        backend.run("disassociation: shared factors", render(
+            "disassociation/shared_factors.sql.j2", target=SHARED_FACTORS, workload=WORKLOAD,
+            shared_codes=SHARED_CODES, rarest=RAREST, shared_scope=tables["shared_scope"],
+            clusters=tables["clusters"], first=i == 0), {"lo": int(a), "hi": int(b) - 1})
+
+
+def _rarest(rec: Records, queries: list[tuple[int, ...]], qid: np.ndarray, n_uniq: int) -> dict[str, np.ndarray]:
+    """Per distinct query its code of least support in the input (ties: the smaller number):
+    only the clusters holding that code can hold the whole query, and expected_counts.sql.j2
+    reads the other codes' subrecords in those clusters only."""
+    support = np.bincount(rec.cid, minlength=rec.n_codes)
+    rarest = np.zeros(n_uniq, dtype=np.int64)
+    for i, q in enumerate(queries):
+        codes = np.asarray(q, dtype=np.int64)
+        rarest[qid[i]] = codes[np.argmin(support[codes])]
+    return {"qid": np.arange(n_uniq, dtype=np.int64), "cid": rarest}
 
 
 def _baseline_tables(backend: Backend, job: Job, name: str) -> dict[str, tuple[str, ...]]:
@@ -153,6 +184,21 @@ codes' supports): 1,000 W1 queries on 100K persons of a dense CDM joined about 6
 once and ran out of a 4 GB memory_limit."""
 
 
+RECON_SLICE_ROWS = 20_000_000
+"""Candidate rows (query_counts.sql.j2: a query's rows holding its rarest code, over all the
+reconstructions) one slice of clusters may count: 10 reconstructions of 100K persons of a dense
+CDM held 91M, and counted at once they took 26 s under a 4 GB memory_limit, against 11 s in
+slices of a tenth."""
+
+
+def _candidate_rows(rec: Records, queries: list[tuple[int, ...]]) -> int:
+    """The rows query_counts.sql.j2 starts from in one reconstruction: per distinct query, the
+    support of its rarest code in the input (a reconstruction's is at most that: record and
+    shared chunks keep a code's support, an item-chunk code is placed at most in all rows)."""
+    support = np.bincount(rec.cid, minlength=rec.n_codes)
+    return int(sum(support[list(q)].min() for q in dict.fromkeys(queries)))
+
+
 def _query_rows(rec: Records, queries: list[tuple[int, ...]], qid: np.ndarray, n_uniq: int) -> int:
     """The rows expected_counts.sql.j2 joins for all clusters: per distinct query, the sum of
     its codes' supports in the input (at least the release's subrecords that hold one of them,
@@ -181,23 +227,37 @@ def _slices(clusters: Mapping[str, np.ndarray], rows: int, budget: int) -> list[
     return [(int(ids[a]), int(ids[b])) for a, b in zip(starts, ends)]
 
 
-def are(backend: Backend, queries: list[tuple[int, ...]], n_recon: int, *, by_size: bool) -> dict[str, Any]:
-    """Definition 2 per reconstruction: mean over queries of |C_A - C_O| / C_O."""
+def are(backend: Backend, queries: list[tuple[int, ...]], n_recon: int, slices: Sequence[tuple[int, int]], *,
+        by_size: bool) -> dict[str, Any]:
+    """Definition 2 per reconstruction: mean over queries of |C_A - C_O| / C_O, C_A summed over
+    ``slices`` of clusters (:func:`_slices`; query_counts.sql.j2 says why)."""
     if not queries:
         return {"queries": 0}
     qid = write_workload(backend, queries)
-    r = backend.fetch("disassociation: query counts", render(
-        "disassociation/query_errors.sql.j2", workload=WORKLOAD, pair=PAIR, recon=RECON, code=CODE),
-        {"n": n_recon})
-    err = np.zeros((n_recon, int(qid.max()) + 1))
-    err[r["recon_id"].astype(int), r["qid"].astype(int)] = r["rel_error"]
-    err = err[:, qid]
+    c_o = original_counts(backend, queries, int(qid.max()) + 1)
+    c_a = np.zeros((n_recon, c_o.size))
+    sql = render("disassociation/query_counts.sql.j2", workload=WORKLOAD, recon=RECON, code=CODE,
+                 max_size=largest(queries))
+    for lo, hi in slices:
+        part = backend.fetch("disassociation: query counts", sql, {"lo": lo, "hi": hi})
+        np.add.at(c_a, (part["recon_id"].astype(np.int64), part["qid"].astype(np.int64)), part["c_a"].astype(float))
+    err = (np.abs(c_a - c_o) / c_o)[:, qid]
     per_recon = err.mean(axis=1)
     out: dict[str, Any] = {"queries": len(queries), "are_mean": float(per_recon.mean()),
                            "are_std": float(per_recon.std(ddof=1)) if n_recon > 1 else 0.0}
     if by_size:
         sizes = np.asarray([len(q) for q in queries])
         out["by_size"] = {int(s): float(err[:, sizes == s].mean()) for s in np.unique(sizes)}
+    return out
+
+
+def original_counts(backend: Backend, queries: list[tuple[int, ...]], n_uniq: int) -> np.ndarray:
+    """C_O of every distinct query of the written workload (> 0: the workload draws queries
+    that occur, digest §5.4)."""
+    c_o = backend.fetch("disassociation: original counts", render(
+        "disassociation/original_counts.sql.j2", workload=WORKLOAD, pair=PAIR, max_size=largest(queries)))
+    out = np.zeros(n_uniq)
+    out[c_o["qid"].astype(np.int64)] = c_o["c_o"]
     return out
 
 

@@ -105,6 +105,12 @@ def write_workload(backend: Backend, queries: list[tuple[int, ...]]) -> np.ndarr
     return np.asarray([distinct[q] for q in queries], dtype=np.int64)
 
 
+def largest(queries: list[tuple[int, ...]]) -> int:
+    """The size of the workload's largest query: holding_all.jinja writes one semi join per
+    place of a query's codes, so the templates that count queries are rendered for it."""
+    return max(len(q) for q in queries)
+
+
 def kept_codes(backend: Backend, rec: Records, tokens: tuple[str, ...]) -> np.ndarray:
     """Mask over code numbers: the codes a generalized release (its ``tokens`` table) still carries."""
     cid = backend.fetch("workload: codes kept by the baseline", render(
