@@ -23,7 +23,7 @@ from benchmarks.papers.disassociation import pair_shares
 from anon_duck.methods.disassociation.horpart import horpart, merge_small
 from anon_duck.methods.disassociation.params import check_params
 from anon_duck.methods.disassociation.policy import build_policy
-from anon_duck.methods.disassociation.report import mre, reconstruct
+from anon_duck.methods.disassociation.report import constraint_errors, mre, reconstruct
 
 from conftest import JOBS
 
@@ -164,7 +164,7 @@ def test_informs_mre_level2_by_reconstruction_mode(informs, k):
     out = {}
     for mode in ("uniform", "one") + (("below_k",) if k > 2 else ()):
         reconstruct(backend, TABLES, seed=1, n=2, k=k, mode=mode)
-        out[mode] = mre(backend, rec, policy.constraint_of, 2)
+        out[mode] = mre(constraint_errors(backend, policy.constraint_of, 0, 2), policy.constraint_of)
     assert out["uniform"]["constraints"] == out["one"]["constraints"] == 137
     assert out["uniform"]["within_5"] < 0.05
     if k == 2:

@@ -64,14 +64,17 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
         policy = build_policy(backend, job, params, rec)
         read = {c for q in w1 + w2 for c in q} | set(np.flatnonzero(policy.constraint_of >= 0).tolist())
         backend.write_table(RECON_CODES, {"cid": np.asarray(sorted(read), dtype=np.int64)})
-        reconstruct(backend, tables, seed=job.release.seed, n=params.reconstructions, k=params.k,
-                    mode=params.item_count, codes=RECON_CODES)
-        sizes = backend.fetch("disassociation: cluster sizes", render("disassociation/cluster_sizes.sql.j2",
-                                                                      clusters=tables["clusters"]))
-        slices = _slices(sizes, params.reconstructions * _candidate_rows(rec, w1 + w2), RECON_SLICE_ROWS)
-        for name, queries, by_size in (("W1", w1, True), ("W2", w2, False)):
-            out["are"][name] |= are(backend, queries, params.reconstructions, slices, by_size=by_size)
-        out["mre"] = mre(backend, rec, policy.constraint_of, params.reconstructions)
+        counts, mre_values = reconstructed(backend, tables, rec, (w1, w2), policy.constraint_of,
+                                           seed=job.release.seed, n=params.reconstructions, k=params.k,
+                                           mode=params.item_count)
+        for (name, queries, by_size), c_a in zip((("W1", w1, True), ("W2", w2, False)), counts):
+            if not queries:
+                out["are"][name]["queries"] = 0
+                continue
+            qid = write_workload(backend, queries)
+            out["are"][name] |= are(c_a, original_counts(backend, queries, c_a.shape[1]), qid, queries,
+                                    by_size=by_size)
+        out["mre"] = mre(mre_values, policy.constraint_of)
     if baseline:
         out["baseline_release"] = params.baseline_release
         out["query_codes"] = int(allowed.sum())
@@ -165,8 +168,10 @@ def _baseline_tables(backend: Backend, job: Job, name: str) -> dict[str, tuple[s
 
 
 def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed: int, n: int, k: int,
-                mode: str, codes: tuple[str, ...] | None = None) -> None:
-    """Digest §2.6: ``n`` reconstructions into scratch ``dis_recon(recon_id, cluster_id, row_no, code)``,
+                mode: str, codes: tuple[str, ...] | None = None, first: int = 0) -> None:
+    """Digest §2.6: reconstructions ``first`` to ``first + n - 1`` into scratch
+    ``dis_recon(recon_id, cluster_id, row_no, code)`` (each drawn from its own keys, so a batch
+    holds what all at once would),
     with ``codes`` (a table of code numbers ``cid``) only the rows of those codes, each where the
     whole reconstruction has it: the report's queries and constraints read a share of the
     codes, and on a dense CDM the query counts joined every code's rows (docs/scale.md)."""
@@ -175,7 +180,7 @@ def reconstruct(backend: Backend, tables: Mapping[str, tuple[str, ...]], *, seed
         record_chunks=tables["record_chunks"], shared_chunks=tables["shared_chunks"],
         shared_scope=tables["shared_scope"], item_chunks=tables["item_chunks"], mode=mode, code=CODE,
         codes=codes),
-        {"seed": str(seed), "n": n, **({"k": k} if mode == "below_k" else {})})
+        {"seed": str(seed), "first": first, "n": n, **({"k": k} if mode == "below_k" else {})})
 
 
 EXPECTED_SLICE_ROWS = 2_000_000
@@ -227,24 +232,63 @@ def _slices(clusters: Mapping[str, np.ndarray], rows: int, budget: int) -> list[
     return [(int(ids[a]), int(ids[b])) for a, b in zip(starts, ends)]
 
 
-def are(backend: Backend, queries: list[tuple[int, ...]], n_recon: int, slices: Sequence[tuple[int, int]], *,
-        by_size: bool) -> dict[str, Any]:
-    """Definition 2 per reconstruction: mean over queries of |C_A - C_O| / C_O, C_A summed over
+def reconstructed(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec: Records,
+                  workloads: Sequence[list[tuple[int, ...]]], constraint_of: np.ndarray, *, seed: int, n: int,
+                  k: int, mode: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Digest §2.6's ``n`` reconstructions of the codes in scratch ``dis_recon_codes``, a batch
+    of them at a time (:data:`RECON_BATCH_ROWS`), and in each: C_A of every distinct query of
+    each workload (:func:`query_counts`) and the MRE of every constraint
+    (:func:`constraint_errors`). Returns C_A per workload (reconstruction × distinct query) and
+    the MRE values of all reconstructions."""
+    per_recon = int(backend.scalar("disassociation: reconstruction rows", render(
+        "disassociation/reconstruct_rows.sql.j2", record_chunks=tables["record_chunks"],
+        shared_chunks=tables["shared_chunks"])))
+    batch = max(1, min(n, RECON_BATCH_ROWS // max(1, per_recon)))
+    sizes = backend.fetch("disassociation: cluster sizes", render("disassociation/cluster_sizes.sql.j2",
+                                                                  clusters=tables["clusters"]))
+    slices = _slices(sizes, batch * _candidate_rows(rec, [q for w in workloads for q in w]), RECON_SLICE_ROWS)
+    counts = [np.zeros((n, len(dict.fromkeys(queries)))) for queries in workloads]
+    values = []
+    for first in range(0, n, batch):
+        size = min(batch, n - first)
+        reconstruct(backend, tables, seed=seed, first=first, n=size, k=k, mode=mode, codes=RECON_CODES)
+        for c_a, queries in zip(counts, workloads):
+            if queries:
+                write_workload(backend, queries)
+                c_a += query_counts(backend, queries, n, slices)
+        values.append(constraint_errors(backend, constraint_of, first, size))
+    return counts, np.concatenate(values)
+
+
+RECON_BATCH_ROWS = 40_000_000
+"""Subrecords one batch of reconstructions may rank (reconstruct.sql.j2 ranks every subrecord of
+every chunk by its md5 key, the empty ones too, in each reconstruction): at 1M persons of a
+dense CDM the shared chunks hold 74M subrecords, and ranking them for 10 reconstructions at once
+ran out of a 4 GB memory_limit. 100K persons rank 7.4M per reconstruction, 5 per batch."""
+
+
+def query_counts(backend: Backend, queries: list[tuple[int, ...]], n_recon: int,
+                 slices: Sequence[tuple[int, int]]) -> np.ndarray:
+    """C_A of every distinct query of the written workload in each reconstruction in scratch
+    ``dis_recon`` (reconstruction × distinct query; the rows of the others are 0), summed over
     ``slices`` of clusters (:func:`_slices`; query_counts.sql.j2 says why)."""
-    if not queries:
-        return {"queries": 0}
-    qid = write_workload(backend, queries)
-    c_o = original_counts(backend, queries, int(qid.max()) + 1)
-    c_a = np.zeros((n_recon, c_o.size))
+    c_a = np.zeros((n_recon, len(dict.fromkeys(queries))))
     sql = render("disassociation/query_counts.sql.j2", workload=WORKLOAD, recon=RECON, code=CODE,
                  max_size=largest(queries))
     for lo, hi in slices:
         part = backend.fetch("disassociation: query counts", sql, {"lo": lo, "hi": hi})
         np.add.at(c_a, (part["recon_id"].astype(np.int64), part["qid"].astype(np.int64)), part["c_a"].astype(float))
+    return c_a
+
+
+def are(c_a: np.ndarray, c_o: np.ndarray, qid: np.ndarray, queries: list[tuple[int, ...]], *,
+        by_size: bool) -> dict[str, Any]:
+    """Definition 2 per reconstruction: mean over queries of |C_A - C_O| / C_O (``c_a``:
+    reconstruction × distinct query; ``qid``: each query's distinct number)."""
     err = (np.abs(c_a - c_o) / c_o)[:, qid]
     per_recon = err.mean(axis=1)
     out: dict[str, Any] = {"queries": len(queries), "are_mean": float(per_recon.mean()),
-                           "are_std": float(per_recon.std(ddof=1)) if n_recon > 1 else 0.0}
+                           "are_std": float(per_recon.std(ddof=1)) if len(c_a) > 1 else 0.0}
     if by_size:
         sizes = np.asarray([len(q) for q in queries])
         out["by_size"] = {int(s): float(err[:, sizes == s].mean()) for s in np.unique(sizes)}
@@ -261,16 +305,26 @@ def original_counts(backend: Backend, queries: list[tuple[int, ...]], n_uniq: in
     return out
 
 
-def mre(backend: Backend, rec: Records, constraint_of: np.ndarray, n_recon: int) -> dict[str, Any]:
-    """Definition 3: MRE(u) = (M_O(u) - M_A(u)) / M_O(u), a record matching u when it holds at
-    least one code of u (digest A13); binned as digest §5.5, pooled over reconstructions."""
+def constraint_errors(backend: Backend, constraint_of: np.ndarray, first: int, n: int) -> np.ndarray:
+    """Definition 3's MRE(u) = (M_O(u) - M_A(u)) / M_O(u) of every constraint u in
+    reconstructions ``first`` to ``first + n - 1`` of scratch ``dis_recon``, a record matching u
+    when it holds at least one code of u (digest A13)."""
+    covered = np.flatnonzero(constraint_of >= 0)
+    if covered.size == 0:
+        return np.zeros(0)
+    backend.write_table(POLICY, {"cid": covered.astype(np.int64), "uid": constraint_of[covered].astype(np.int64)})
+    r = backend.fetch("disassociation: constraint matches", render(
+        "disassociation/constraint_errors.sql.j2", policy=POLICY, pair=PAIR, recon=RECON, code=CODE),
+        {"first": first, "n": n})
+    return r["mre"].astype(float)
+
+
+def mre(values: np.ndarray, constraint_of: np.ndarray) -> dict[str, Any]:
+    """The MRE values of the constraints (:func:`constraint_errors`), pooled over the
+    reconstructions and binned as digest §5.5."""
     covered = np.flatnonzero(constraint_of >= 0)
     if covered.size == 0:
         return {"constraints": 0}
-    backend.write_table(POLICY, {"cid": covered.astype(np.int64), "uid": constraint_of[covered].astype(np.int64)})
-    r = backend.fetch("disassociation: constraint matches", render(
-        "disassociation/constraint_errors.sql.j2", policy=POLICY, pair=PAIR, recon=RECON, code=CODE), {"n": n_recon})
-    values = r["mre"].astype(float)
     shares = {label: float(((values >= lo) & (values < hi) if label != "[-2.5%,0%]" else
                             (values >= lo) & (values <= hi)).mean())
               for label, (lo, hi) in zip(MRE_BIN_LABELS, MRE_BINS)}
