@@ -46,7 +46,7 @@ from .encoding import CODE, PAIR, RECORD, Records, encode
 from .horpart import horpart, merge_small
 from .params import SHARED_PARAMS, check_shared
 from .policy import build_policy
-from .workload import WORKLOAD, kept_codes, largest, workloads, write_workload
+from .workload import WORKLOAD, kept_codes, largest, mean_by_size, workloads, write_workload
 
 PARTITIONS = ("global", "horpart")
 PARAMS = (
@@ -229,11 +229,7 @@ def generalized_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], que
     err = np.zeros(int(qid.max()) + 1)
     err[r["qid"].astype(int)] = r["rel_error"]
     err = err[qid]
-    out: dict[str, Any] = {"queries": len(queries), "are_mean": float(err.mean())}
-    if by_size:
-        sizes = np.asarray([len(q) for q in queries])
-        out["by_size"] = {int(s): float(err[sizes == s].mean()) for s in np.unique(sizes)}
-    return out
+    return {"queries": len(queries), "are_mean": float(err.mean())} | (mean_by_size(err, queries) if by_size else {})
 
 
 METHOD = CBA()

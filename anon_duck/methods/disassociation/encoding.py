@@ -36,6 +36,10 @@ class Records:
     def index_of(self) -> dict[str, int]:
         return {c: i for i, c in enumerate(self.codes.tolist())}
 
+    def support(self) -> np.ndarray:
+        """The records holding each code (by cid)."""
+        return np.bincount(self.cid, minlength=self.n_codes)
+
 
 def encode(backend: Backend, person: tuple[str, ...], id_col: str, codes: tuple[str, ...]) -> Records:
     """Number persons and codes in SQL (scratch tables ``dis_record``, ``dis_code``,

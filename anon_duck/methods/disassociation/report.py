@@ -34,7 +34,7 @@ from .encoding import CODE, PAIR, Records, encode
 from .params import DisParams
 from .cba import generalized_are
 from .policy import build_policy
-from .workload import WORKLOAD, kept_codes, largest, workloads, write_workload
+from .workload import WORKLOAD, kept_codes, largest, mean_by_size, workloads, write_workload
 
 RECON, POLICY = scratch("dis_recon"), scratch("dis_policy")
 RECORD_CODES, SHARED_CODES = scratch("dis_record_codes"), scratch("dis_shared_codes")
@@ -55,9 +55,17 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
     out: dict[str, Any] = {"reconstructions": params.reconstructions, "item_count": params.item_count,
                            "suppressed_codes": 0, "suppression_rate": 0.0}
     out["are"] = {"W1": {"minsup_records": sigma_w1}, "W2": {}}
-    for name, queries, by_size in (("W1", w1, True), ("W2", w2, False)):
-        out["are"][name]["expected"] = expected_are(backend, tables, rec, queries, mode=params.item_count,
-                                                    k=params.k, by_size=by_size)
+    measured = (("W1", w1, True), ("W2", w2, False))
+    written: dict[str, tuple[np.ndarray, np.ndarray]] = {}     # per workload: each query's qid, C_O per qid
+    for name, queries, by_size in measured:
+        if queries:
+            qid = write_workload(backend, queries)
+            c_o = original_counts(backend, queries, int(qid.max()) + 1)
+            written[name] = qid, c_o
+            out["are"][name]["expected"] = expected_are(backend, tables, rec, queries, qid, c_o,
+                                                        mode=params.item_count, k=params.k, by_size=by_size)
+        else:
+            out["are"][name]["expected"] = {"queries": 0}
         if baseline:
             out["are"][name]["baseline"] = generalized_are(backend, baseline, queries, by_size=by_size)
     if params.reconstructions:
@@ -67,13 +75,12 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
         counts, mre_values = reconstructed(backend, tables, rec, (w1, w2), policy.constraint_of,
                                            seed=job.release.seed, n=params.reconstructions, k=params.k,
                                            mode=params.item_count)
-        for (name, queries, by_size), c_a in zip((("W1", w1, True), ("W2", w2, False)), counts):
-            if not queries:
+        for (name, queries, by_size), c_a in zip(measured, counts):
+            if queries:
+                qid, c_o = written[name]
+                out["are"][name] |= are(c_a, c_o, qid, queries, by_size=by_size)
+            else:
                 out["are"][name]["queries"] = 0
-                continue
-            qid = write_workload(backend, queries)
-            out["are"][name] |= are(c_a, original_counts(backend, queries, c_a.shape[1]), qid, queries,
-                                    by_size=by_size)
         out["mre"] = mre(mre_values, policy.constraint_of)
     if baseline:
         out["baseline_release"] = params.baseline_release
@@ -82,21 +89,14 @@ def disassociation_report(backend: Backend, job: Job, inputs: Inputs, tables: Ma
 
 
 def expected_are(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec: Records,
-                 queries: list[tuple[int, ...]], *, mode: str, k: int, by_size: bool) -> dict[str, Any]:
+                 queries: list[tuple[int, ...]], qid: np.ndarray, c_o: np.ndarray, *, mode: str, k: int,
+                 by_size: bool) -> dict[str, Any]:
     """ARE (Definition 2) of the analytic expected answers E[C_A(q)] of digest §2.9 (no
-    sampling; :file:`sql/disassociation/expected_counts.sql.j2`). This is the error of the
-    mean reconstruction; by Jensen it is at most the mean error of single reconstructions."""
-    if not queries:
-        return {"queries": 0}
-    qid = write_workload(backend, queries)
-    expected = expected_counts(backend, tables, rec, queries, qid, mode=mode, k=k)
-    original = original_counts(backend, queries, expected.size)
-    err = (np.abs(expected - original) / original)[qid]
-    out: dict[str, Any] = {"queries": len(queries), "are": float(err.mean())}
-    if by_size:
-        sizes = np.asarray([len(q) for q in queries])
-        out["by_size"] = {int(s): float(err[sizes == s].mean()) for s in np.unique(sizes)}
-    return out
+    sampling; :file:`sql/disassociation/expected_counts.sql.j2`) of the written workload
+    (``qid``: :func:`write_workload`; ``c_o``: :func:`original_counts`). This is the error of
+    the mean reconstruction; by Jensen it is at most the mean error of single reconstructions."""
+    err = _errors(expected_counts(backend, tables, rec, queries, qid, mode=mode, k=k), c_o, qid)
+    return {"queries": len(queries), "are": float(err.mean())} | (mean_by_size(err, queries) if by_size else {})
 
 
 def expected_counts(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec: Records,
@@ -110,7 +110,7 @@ def expected_counts(backend: Backend, tables: Mapping[str, tuple[str, ...]], rec
         backend.run("disassociation: query subrecords", render(
             "disassociation/query_subrecords.sql.j2", target=target, workload=WORKLOAD, code=CODE, chunks=chunks,
             shared=shared))
-    backend.write_table(RAREST, _rarest(rec, queries, qid, n_uniq))
+    backend.write_table(RAREST, {"qid": np.arange(n_uniq, dtype=np.int64), "cid": _rarest(rec, queries)})
     shared_factors(backend, tables)
     sql = render("disassociation/expected_counts.sql.j2", workload=WORKLOAD, code=CODE, clusters=tables["clusters"],
                  record_codes=RECORD_CODES, shared_factors=SHARED_FACTORS, shared_scope=tables["shared_scope"],
@@ -141,16 +141,12 @@ def shared_factors(backend: Backend, tables: Mapping[str, tuple[str, ...]]) -> N
             clusters=tables["clusters"], first=i == 0), {"lo": int(a), "hi": int(b) - 1})
 
 
-def _rarest(rec: Records, queries: list[tuple[int, ...]], qid: np.ndarray, n_uniq: int) -> dict[str, np.ndarray]:
-    """Per distinct query its code of least support in the input (ties: the smaller number):
-    only the clusters holding that code can hold the whole query, and expected_counts.sql.j2
-    reads the other codes' subrecords in those clusters only."""
-    support = np.bincount(rec.cid, minlength=rec.n_codes)
-    rarest = np.zeros(n_uniq, dtype=np.int64)
-    for i, q in enumerate(queries):
-        codes = np.asarray(q, dtype=np.int64)
-        rarest[qid[i]] = codes[np.argmin(support[codes])]
-    return {"qid": np.arange(n_uniq, dtype=np.int64), "cid": rarest}
+def _rarest(rec: Records, queries: list[tuple[int, ...]]) -> np.ndarray:
+    """Per distinct query (:func:`write_workload`'s order) its code of least support in the
+    input (ties: the smaller number): only the clusters holding that code can hold the whole
+    query, and expected_counts.sql.j2 reads the other codes' subrecords in those clusters only."""
+    support = rec.support()
+    return np.asarray([q[int(np.argmin(support[list(q)]))] for q in dict.fromkeys(queries)], dtype=np.int64)
 
 
 def _baseline_tables(backend: Backend, job: Job, name: str) -> dict[str, tuple[str, ...]]:
@@ -200,15 +196,14 @@ def _candidate_rows(rec: Records, queries: list[tuple[int, ...]]) -> int:
     """The rows query_counts.sql.j2 starts from in one reconstruction: per distinct query, the
     support of its rarest code in the input (a reconstruction's is at most that: record and
     shared chunks keep a code's support, an item-chunk code is placed at most in all rows)."""
-    support = np.bincount(rec.cid, minlength=rec.n_codes)
-    return int(sum(support[list(q)].min() for q in dict.fromkeys(queries)))
+    return int(rec.support()[_rarest(rec, queries)].sum())
 
 
 def _query_rows(rec: Records, queries: list[tuple[int, ...]], qid: np.ndarray, n_uniq: int) -> int:
     """The rows expected_counts.sql.j2 joins for all clusters: per distinct query, the sum of
     its codes' supports in the input (at least the release's subrecords that hold one of them,
     as a record's code lies in one chunk)."""
-    support = np.bincount(rec.cid, minlength=rec.n_codes)
+    support = rec.support()
     rows = np.zeros(n_uniq, dtype=np.int64)
     for i, q in enumerate(queries):
         rows[qid[i]] = support[list(q)].sum()
@@ -285,14 +280,16 @@ def are(c_a: np.ndarray, c_o: np.ndarray, qid: np.ndarray, queries: list[tuple[i
         by_size: bool) -> dict[str, Any]:
     """Definition 2 per reconstruction: mean over queries of |C_A - C_O| / C_O (``c_a``:
     reconstruction × distinct query; ``qid``: each query's distinct number)."""
-    err = (np.abs(c_a - c_o) / c_o)[:, qid]
+    err = _errors(c_a, c_o, qid)
     per_recon = err.mean(axis=1)
-    out: dict[str, Any] = {"queries": len(queries), "are_mean": float(per_recon.mean()),
-                           "are_std": float(per_recon.std(ddof=1)) if len(c_a) > 1 else 0.0}
-    if by_size:
-        sizes = np.asarray([len(q) for q in queries])
-        out["by_size"] = {int(s): float(err[:, sizes == s].mean()) for s in np.unique(sizes)}
-    return out
+    return {"queries": len(queries), "are_mean": float(per_recon.mean()),
+            "are_std": float(per_recon.std(ddof=1)) if len(c_a) > 1 else 0.0} | \
+        (mean_by_size(err, queries) if by_size else {})
+
+
+def _errors(counts: np.ndarray, c_o: np.ndarray, qid: np.ndarray) -> np.ndarray:
+    """|C - C_O| / C_O of each query (the last axis: distinct queries, taken per query by ``qid``)."""
+    return (np.abs(counts - c_o) / c_o)[..., qid]
 
 
 def original_counts(backend: Backend, queries: list[tuple[int, ...]], n_uniq: int) -> np.ndarray:

@@ -8,6 +8,7 @@ all queries are among those that are not suppressed by CBA").
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -109,6 +110,13 @@ def largest(queries: list[tuple[int, ...]]) -> int:
     """The size of the workload's largest query: holding_all.jinja writes one semi join per
     place of a query's codes, so the templates that count queries are rendered for it."""
     return max(len(q) for q in queries)
+
+
+def mean_by_size(err: np.ndarray, queries: list[tuple[int, ...]]) -> dict[str, Any]:
+    """``by_size``: the mean error of the queries of each size (W1 has 1..4 codes; the last
+    axis of ``err`` is the queries)."""
+    sizes = np.asarray([len(q) for q in queries])
+    return {"by_size": {int(s): float(err[..., sizes == s].mean()) for s in np.unique(sizes)}}
 
 
 def kept_codes(backend: Backend, rec: Records, tokens: tuple[str, ...]) -> np.ndarray:
