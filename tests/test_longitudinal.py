@@ -284,6 +284,26 @@ def test_f11_avg_re(con, job_file):
     assert rep2["ilm_alg"] == pytest.approx(0.2) and rep2["ilm_def8"] == pytest.approx(5 / 24)
 
 
+def test_avg_re_in_slices_of_trajectories_gives_the_one_slice_answer(con, job_file, monkeypatch):
+    """AvgRE's estimates are summed one slice of release ids at a time (grouped per query and
+    trajectory at once they outgrew 4 GB on 300K persons of a dense CDM): a slice per
+    trajectory gives the one-slice AvgRE."""
+    from anon_duck.methods.longitudinal import measures
+    job = job_file(TOY)
+    api.run(con, job)
+    whole = api.report(con, job)
+    slices = []
+    real = measures.render
+    monkeypatch.setattr(measures, "render", lambda name, **k: (
+        slices.append(name) if name == "longitudinal/avg_re_estimates.sql.j2" else None, real(name, **k))[1])
+    monkeypatch.setattr(measures, "AVG_RE_SLICE_EVENTS", 1)
+    each = api.report(con, job)
+    trajectories = con.execute("SELECT count(*) FROM toy_k2_patients").fetchone()[0]
+    assert len(slices) == trajectories > 1
+    assert (each["queries"], each["queries_exact"]) == (whole["queries"], whole["queries_exact"]) == (19, 15)
+    assert each["avg_re"] == pytest.approx(whole["avg_re"], rel=1e-12) and whole["avg_re"] == pytest.approx(4 / 19)
+
+
 def test_the_avg_re_workload_is_every_frequent_combination(con):
     """The workload's pairs are counted among the frequent (code, age) pairs only (a pair of
     them is in no more trajectories than either): the combinations and counts are still
