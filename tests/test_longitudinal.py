@@ -286,8 +286,8 @@ def test_f11_avg_re(con, job_file):
 
 def test_avg_re_in_slices_of_trajectories_gives_the_one_slice_answer(con, job_file, monkeypatch):
     """AvgRE's estimates are summed one slice of release ids at a time (grouped per query and
-    trajectory at once they outgrew 4 GB on 300K persons of a dense CDM): a slice per
-    trajectory gives the one-slice AvgRE."""
+    trajectory at once, they took 4.3 times as long for 3 times the persons of a dense CDM): a
+    slice per trajectory gives the one-slice AvgRE."""
     from anon_duck.methods.longitudinal import measures
     job = job_file(TOY)
     api.run(con, job)
