@@ -27,13 +27,20 @@ def consistency(backend: Backend, *, patients: Relation, events: Relation, limit
     pairs) outgrew a 4 GB memory_limit. Each check compares the rows of one release id, so the
     slices' violations add up to the release's, in release id order."""
     fields = ("release_id", "problem", "detail")
-    lo, hi, event_rows = backend.rows("verify longitudinal consistency: slices", render(
-        "verify/longitudinal_slices.sql.j2", patients=patients, events=events))[0]
-    lo, hi = (0, 0) if lo is None else (int(lo), int(hi))    # no id at all: one slice, of NULL ids
+    lo, hi, event_rows = release_ids(backend, "verify longitudinal consistency: slices", patients=patients,
+                                     events=events)
     total, rows = sliced_rows(backend, "verify longitudinal consistency", render(
         "verify/longitudinal_consistency_violations.sql.j2", patients=patients, events=events),
         lo=lo, hi=hi, rows=int(event_rows), budget=SLICE_EVENTS, bound={"first": lo}, limit=limit)
     return CheckResult("longitudinal_consistency", total == 0, total, [dict(zip(fields, r)) for r in rows])
+
+
+def release_ids(backend: Backend, stage: str, *, patients: Relation, events: Relation) -> tuple[int, int, int]:
+    """The release ids' range over both tables and the events' count, to cut a release into
+    slices of consecutive ids (0, 0 when there is no id at all: one slice, of NULL ids)."""
+    lo, hi, event_rows = backend.rows(stage, render("verify/longitudinal_slices.sql.j2", patients=patients,
+                                                    events=events))[0]
+    return (0, 0, int(event_rows)) if lo is None else (int(lo), int(hi), int(event_rows))
 
 
 SLICE_EVENTS = 5_000_000

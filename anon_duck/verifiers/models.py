@@ -53,7 +53,7 @@ from ..sqlrender import render
 # each module kept its own list, and this one had lost ``suppression``).
 __all__ = ["CheckResult", "k_anonymity", "suppression", "l_diversity", "km_anonymity", "kkm_anonymity",
            "lkc_privacy", "lkc_groups", "lkc_subsets", "refuse_nulls", "t_closeness", "is_numeric_type", "min_count",
-           "sliced_rows"]
+           "sliced_rows", "id_ranges"]
 
 
 @dataclass
@@ -589,14 +589,20 @@ def sliced_rows(backend: Backend, stage: str, sql: str, *, lo: int, hi: int, row
     width (at least one). Returns the total count and the first ``limit`` rows in slice order:
     a check whose every violation lies in one slice, ordered by id first, gives the one
     statement's answer."""
-    n = max(1, -(-rows // budget))
-    step = -(-(hi - lo + 1) // n)
     total, listed = 0, []
-    for start in range(lo, hi + 1, step):
-        got = backend.rows(stage, sql, {**bound, "lo": start, "hi": start + step - 1, "limit": _sql_limit(limit)})
+    for start, end in id_ranges(lo, hi, rows, budget):
+        got = backend.rows(stage, sql, {**bound, "lo": start, "hi": end, "limit": _sql_limit(limit)})
         total += int(got[0][-1]) if got else 0
         listed += got[:limit - len(listed)]
     return total, listed
+
+
+def id_ranges(lo: int, hi: int, rows: int, budget: int) -> list[tuple[int, int]]:
+    """The ids ``lo`` to ``hi`` cut into ``ceil(rows / budget)`` ranges (first, last) of equal
+    width, at least one: slices of about ``budget`` of ``rows`` rows spread evenly over the ids."""
+    n = max(1, -(-rows // budget))
+    step = -(-(hi - lo + 1) // n)
+    return [(start, start + step - 1) for start in range(lo, hi + 1, step)]
 
 
 def _sql_limit(limit: int) -> int:

@@ -18,6 +18,8 @@ from ...inputs import Inputs
 from ...job import Job
 from ...scratch import scratch
 from ...sqlrender import render
+from ...verifiers.longitudinal import release_ids
+from ...verifiers.models import id_ranges
 from .load import build_domain
 from .params import LongitudinalParams
 
@@ -37,16 +39,13 @@ def avg_re(backend: Backend, job: Job, inputs: Inputs, params: LongitudinalParam
     backend.run("longitudinal: AvgRE workload", render(
         "longitudinal/workload.sql.j2", target=QUERIES, events=inputs.events, max_size=params.query_size),
         {"min_support": min_support, "max_queries": params.max_queries, "seed": str(job.release.seed)})
-    lo, hi, event_rows = backend.rows("longitudinal: AvgRE slices", render(
-        "verify/longitudinal_slices.sql.j2", patients=tables["patients"], events=tables["events"]))[0]
-    lo, hi = (0, 0) if lo is None else (int(lo), int(hi))    # no id at all: one slice, of no trajectory
-    n = max(1, -(-int(event_rows) // AVG_RE_SLICE_EVENTS))
-    step = -(-(hi - lo + 1) // n)
+    lo, hi, event_rows = release_ids(backend, "longitudinal: AvgRE slices", patients=tables["patients"],
+                                     events=tables["events"])
     hierarchies = {"code_hierarchy": events.code_hierarchy, "age_hierarchy": events.age_hierarchy}
-    for start in range(lo, hi + 1, step):
+    for start, end in id_ranges(lo, hi, event_rows, AVG_RE_SLICE_EVENTS):
         backend.run("longitudinal: AvgRE estimates", render(
             "longitudinal/avg_re_estimates.sql.j2", target=ESTIMATES, queries=QUERIES, release_events=tables["events"],
-            nodes=nodes, closure=CLOSURE, first=start == lo), {**hierarchies, "lo": start, "hi": start + step - 1})
+            nodes=nodes, closure=CLOSURE, first=start == lo), {**hierarchies, "lo": start, "hi": end})
     value, n_queries, n_exact = backend.rows("longitudinal: AvgRE", render(
         "longitudinal/avg_re.sql.j2", queries=QUERIES, estimates=ESTIMATES))[0]
     return {"avg_re": float(value) if value is not None else None, "queries": int(n_queries),
